@@ -1,0 +1,8 @@
+#include "cli.h"
+
+int sy_cmd_conformance(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return sy_cli_not_built("conformance");
+}

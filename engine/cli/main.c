@@ -1,0 +1,66 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"run", sy_cmd_run, "run a config's workload (prefill + decode) and report metrics"},
+    {"ab", sy_cmd_ab, "compare two configs on identical weights and inputs"},
+    {"config", sy_cmd_config, "check, show, explain or import-env configuration"},
+    {"plugins", sy_cmd_plugins, "list backends and plugins found, with status"},
+    {"conformance", sy_cmd_conformance, "test a backend's plugins against the cpu reference"},
+    {"bench", sy_cmd_bench, "benchmark kernels"},
+    {"checkpoint", sy_cmd_checkpoint, "write synthetic checkpoints"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: switchyard [--help] [--version] COMMAND [ARGS]\n"
+            "\n"
+            "Plugin-based inference-engine core: kernels are plugins chosen and validated from a config.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "options every command accepts:\n"
+            "  --plugin-path DIR          search DIR for plugins first (repeatable)\n"
+            "  --allow-insecure-plugins   load plugin files or folders writable by group or others\n"
+            "\n"
+            "plugin search order: --plugin-path / config plugin_path, then $SWITCHYARD_PLUGIN_PATH,\n"
+            "then the switchyard/plugins folder beside libswitchyard; never the current directory.\n"
+            "\n"
+            "exit status: 0 success; 1 the command's verdict is negative (config errors, numerics\n"
+            "beyond tolerance, failed conformance cases); 2 usage or config error, or a command not\n"
+            "built; 3 a backend, plugin or I/O failure while running.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SY_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return SY_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        uint32_t major, minor;
+        sy_abi_version(&major, &minor);
+        printf("switchyard %s (plugin ABI %u.%u)\n", sy_version(), major, minor);
+        return SY_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "switchyard: unknown command '%s' (see switchyard --help)\n", cmd);
+    return SY_EXIT_USAGE;
+}

@@ -1,0 +1,27 @@
+/* ABI versioning shared by plugins and backends.
+ *
+ * Every descriptor starts with {abi_major, abi_minor, struct_size}; 0 is never valid for any of
+ * them. A host accepts a descriptor when abi_major equals the host's major and abi_minor is not
+ * newer than the host's minor. Structs are append-only within a major version: a member added in
+ * minor N is read only when struct_size covers it (SY_HAS_MEMBER). */
+#ifndef SWITCHYARD_ABI_H
+#define SWITCHYARD_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SY_ABI_MAJOR 1u
+#define SY_ABI_MINOR 0u
+
+/* True when a struct of the given struct_size contains `member` entirely. */
+#define SY_HAS_MEMBER(struct_size, type, member) \
+    ((size_t)(struct_size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* Symbol visibility for the entry points of plugin and backend libraries. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SY_EXPORT __attribute__((visibility("default")))
+#else
+#define SY_EXPORT
+#endif
+
+#endif
