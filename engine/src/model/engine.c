@@ -1,0 +1,533 @@
+/* The decoder forward through the composed plugins, the KV cache bookkeeping, and the workload
+ * (chunked prefill, then greedy decode). All device work goes through the backend and the plugins;
+ * the engine itself only moves index arrays and a few rows between host and device. */
+#include "model/engine_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sy_numeric.h"
+#include "sy_synth.h"
+#include "util/strbuf.h"
+
+/* ------------------------------------------------------------------------------------------ */
+
+double sy_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static sy_status dalloc(sy_engine *e, size_t bytes, void **ptr, sy_error *err)
+{
+    sy_error inner = {{0}};
+    if (e->be->alloc(e->bctx, bytes ? bytes : 1, ptr, &inner) != SY_OK)
+        return sy_fail(err, SY_E_NOMEM, "cannot allocate %zu bytes on backend %s: %s", bytes, e->be->name, inner.msg);
+    if (e->n_allocs == e->cap_allocs) {
+        e->cap_allocs = e->cap_allocs ? e->cap_allocs * 2 : 64;
+        e->allocs = sy_xrealloc(e->allocs, e->cap_allocs * sizeof *e->allocs);
+    }
+    e->allocs[e->n_allocs++] = (allocation){*ptr, bytes};
+    e->device_bytes += bytes;
+    return SY_OK;
+}
+
+static void dfree(sy_engine *e, void *ptr)
+{
+    for (size_t i = 0; i < e->n_allocs; i++)
+        if (e->allocs[i].ptr == ptr) {
+            e->device_bytes -= e->allocs[i].bytes;
+            e->allocs[i] = e->allocs[--e->n_allocs];
+            e->be->free(e->bctx, ptr);
+            return;
+        }
+}
+
+sy_status sy_eng_copy(sy_engine *e, void *dst, const void *src, size_t bytes, int32_t kind, sy_error *err)
+{
+    sy_error inner = {{0}};
+    if (bytes == 0)
+        return SY_OK;
+    if (e->be->memcpy_async(e->bctx, e->stream, dst, src, bytes, kind, &inner) != SY_OK)
+        return sy_fail(err, SY_E_BACKEND, "%s memcpy of %zu bytes failed: %s", e->be->name, bytes, inner.msg);
+    return SY_OK;
+}
+
+sy_status sy_eng_sync(sy_engine *e, sy_error *err)
+{
+    sy_error inner = {{0}};
+    if (e->be->stream_sync(e->bctx, e->stream, &inner) != SY_OK)
+        return sy_fail(err, SY_E_BACKEND, "%s stream synchronize failed: %s", e->be->name, inner.msg);
+    return SY_OK;
+}
+
+static sy_status upload(sy_engine *e, void **dst, const void *src, size_t bytes, sy_error *err)
+{
+    sy_status st = dalloc(e, bytes, dst, err);
+    return st != SY_OK ? st : sy_eng_copy(e, *dst, src, bytes, SY_MEMCPY_H2D, err);
+}
+
+/* Host API given to plugins: their scratch comes from the engine's backend and is accounted. */
+static sy_status host_workspace_alloc(void *host, size_t bytes, void **ptr, sy_error *err)
+{
+    return dalloc(host, bytes, ptr, err);
+}
+
+static void host_workspace_free(void *host, void *ptr)
+{
+    dfree(host, ptr);
+}
+
+static void host_log(void *host, int32_t level, const char *msg)
+{
+    (void)host;
+    if (level <= SY_LOG_WARNING)
+        fprintf(stderr, "switchyard: plugin %s: %s\n", level == SY_LOG_ERROR ? "error" : "warning", msg);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* tensors */
+
+sy_tensor sy_t1(void *p, int32_t dt, int64_t a)
+{
+    int64_t s[1] = {a};
+    return sy_tensor_contiguous(p, dt, 1, s);
+}
+
+sy_tensor sy_t2(void *p, int32_t dt, int64_t a, int64_t b)
+{
+    int64_t s[2] = {a, b};
+    return sy_tensor_contiguous(p, dt, 2, s);
+}
+
+sy_tensor sy_t3(void *p, int32_t dt, int64_t a, int64_t b, int64_t c)
+{
+    int64_t s[3] = {a, b, c};
+    return sy_tensor_contiguous(p, dt, 3, s);
+}
+
+sy_tensor sy_tnone(void)
+{
+    sy_tensor t;
+    memset(&t, 0, sizeof t);
+    return t;
+}
+
+/* A [rows, cols] view whose rows are `stride` elements apart. */
+sy_tensor sy_t2_strided(void *p, int32_t dt, int64_t rows, int64_t cols, int64_t stride)
+{
+    sy_tensor t = sy_t2(p, dt, rows, cols);
+    t.stride[0] = stride;
+    return t;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* plugin calls, timed per slot */
+
+void sy_op_begin(sy_engine *e)
+{
+    if (e->plan.per_op_timing)
+        e->be->event_record(e->bctx, e->ev_a, e->stream, NULL);
+}
+
+void sy_op_end(sy_engine *e, int32_t kind)
+{
+    e->op_calls[kind]++;
+    if (!e->plan.per_op_timing)
+        return;
+    float ms = 0;
+    e->be->event_record(e->bctx, e->ev_b, e->stream, NULL);
+    e->be->event_sync(e->bctx, e->ev_b, NULL);
+    if (e->be->event_elapsed_ms(e->bctx, e->ev_a, e->ev_b, &ms, NULL) == SY_OK)
+        e->op_ms[kind] += ms;
+}
+
+sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err)
+{
+    sy_error inner = *err;
+    return sy_fail(err, st, "%s plugin '%s' (%s): %s failed: %s", sy_kind_name(kind), e->pd[kind]->name,
+                   e->plan.slot[kind]->file, op, inner.msg[0] ? inner.msg : sy_status_name(st));
+}
+
+
+sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err)
+{
+    sy_linear_args a = {0};
+    a.struct_size = sizeof a;
+    a.x = x;
+    a.w = sy_t2(w, SY_DTYPE_BF16, n, x.shape[1]);
+    a.b = b ? sy_t1(b, SY_DTYPE_F32, n) : sy_tnone();
+    a.y = sy_t2(y, SY_DTYPE_F32, x.shape[0], n);
+    CALL(e, SY_KIND_LINEAR, "linear", e->lin->linear(e->ctx[SY_KIND_LINEAR], e->stream, &a, err));
+    return SY_OK;
+}
+
+/* out = rmsnorm(x (+ residual)) * w, padded to `pad` columns; residual updated in place. */
+sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err)
+{
+    uint32_t H = e->d.hidden;
+    uint32_t nout = pad > 1 ? (H + pad - 1) / pad * pad : H;
+    sy_norm_args a = {0};
+    a.struct_size = sizeof a;
+    a.pad_to_multiple = pad > 1 ? pad : 0;
+    a.x = sy_t2(x, SY_DTYPE_F32, T, H);
+    a.residual = residual ? sy_t2(residual, SY_DTYPE_F32, T, H) : sy_tnone();
+    a.residual_out = residual ? sy_t2(residual, SY_DTYPE_F32, T, H) : sy_tnone();
+    a.weight = sy_t1(w, SY_DTYPE_F32, H);
+    a.out = sy_t2(e->normed, SY_DTYPE_F32, T, nout);
+    a.eps = e->d.rms_eps;
+    CALL(e, SY_KIND_NORM, "rmsnorm", e->norm->rmsnorm(e->ctx[SY_KIND_NORM], e->stream, &a, err));
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* creation */
+
+static sy_status init_plugins(sy_engine *e, sy_error *err)
+{
+    e->host.struct_size = sizeof e->host;
+    e->host.abi_major = SY_ABI_MAJOR;
+    e->host.abi_minor = SY_ABI_MINOR;
+    e->host.host = e;
+    e->host.backend = e->be;
+    e->host.backend_ctx = e->bctx;
+    e->host.log = host_log;
+    e->host.workspace_alloc = host_workspace_alloc;
+    e->host.workspace_free = host_workspace_free;
+    for (int32_t k = 1; k < SY_KIND_COUNT_; k++) {
+        const sy_registry_entry *entry = e->plan.slot[k];
+        if (!entry || !entry->plugin)
+            return sy_fail(err, SY_E_INVALID, "no %s plugin was composed", sy_kind_name(k));
+        if (strcmp(entry->plugin->backend, e->be->name) != 0)
+            return sy_fail(err, SY_E_INVALID, "%s plugin '%s' runs on backend '%s', the engine runs on '%s'",
+                           sy_kind_name(k), entry->plugin->name, entry->plugin->backend, e->be->name);
+        e->pd[k] = entry->plugin;
+        sy_status st = sy_registry_init_plugin(entry, &e->host, &e->ctx[k], err);
+        if (st != SY_OK)
+            return st;
+    }
+    e->kv = e->pd[SY_KIND_KV_LAYOUT]->ops;
+    e->attn = e->pd[SY_KIND_ATTENTION]->ops;
+    e->moe = e->pd[SY_KIND_MOE]->ops;
+    e->norm = e->pd[SY_KIND_NORM]->ops;
+    e->rope = e->pd[SY_KIND_ROPE]->ops;
+    e->lin = e->pd[SY_KIND_LINEAR]->ops;
+    if (e->plan.fuse_rope_kv && !e->rope->rope_kv_write)
+        return sy_fail(err, SY_E_INVALID, "rope plugin '%s' has no fused rope + KV write", e->pd[SY_KIND_ROPE]->name);
+    return SY_OK;
+}
+
+static sy_status geometry(sy_engine *e, uint32_t pages, sy_kv_geometry *g, sy_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->struct_size = sizeof *g;
+    g->layout = e->plan.layout;
+    g->store_dtype = e->plan.kv_dtype;
+    g->num_pages = pages;
+    g->page_size = e->plan.page_size;
+    g->kv_heads = e->d.kv_heads;
+    g->head_dim = e->d.head_dim;
+    sy_status st = e->kv->geometry(g, err);
+    if (st != SY_OK)
+        return sy_op_failed(e, SY_KIND_KV_LAYOUT, "geometry", st, err);
+    return SY_OK;
+}
+
+static void *f32_from_bf16(const uint16_t *src, uint64_t n)
+{
+    float *f = sy_xcalloc(n, sizeof *f);
+    for (uint64_t i = 0; i < n; i++)
+        f[i] = sy_bf16_to_f32(src[i]);
+    return f;
+}
+
+static sy_status upload_f32(sy_engine *e, void **dst, const uint16_t *bf16, uint64_t n, sy_error *err)
+{
+    float *f = f32_from_bf16(bf16, n);
+    sy_status st = upload(e, dst, f, n * sizeof(float), err);
+    if (st == SY_OK)
+        st = sy_eng_sync(e, err);
+    free(f);
+    return st;
+}
+
+static sy_status load_layer(sy_engine *e, uint32_t l, sy_error *err)
+{
+    const sy_model_dims *d = &e->d;
+    layer_weights *w = &e->layer[l];
+    sy_host_layer h = {0};
+    sy_status st = SY_OK;
+    sy_synth_layer(d, e->plan.weight_seed, l, &h);
+#define N(kind) sy_ckpt_numel(d, l, kind)
+#define UP(dst, src, kind) \
+    if (st == SY_OK)       \
+    st = upload(e, &w->dst, h.src, N(kind) * 2, err)
+#define UPF(dst, src, kind) \
+    if (st == SY_OK)        \
+    st = upload_f32(e, &w->dst, h.src, N(kind), err)
+    UP(q_w, q_w, SY_T_Q_W);
+    UP(k_w, k_w, SY_T_K_W);
+    UP(v_w, v_w, SY_T_V_W);
+    UP(o_w, o_w, SY_T_O_W);
+    UP(router_w, router_w, SY_T_ROUTER_W);
+    UPF(q_b, q_b, SY_T_Q_B);
+    UPF(k_b, k_b, SY_T_K_B);
+    UPF(v_b, v_b, SY_T_V_B);
+    UPF(o_b, o_b, SY_T_O_B);
+    UPF(router_b, router_b, SY_T_ROUTER_B);
+    UPF(sinks, sinks, SY_T_SINKS);
+    UPF(attn_norm, attn_norm, SY_T_ATTN_NORM);
+    UPF(mlp_norm, mlp_norm, SY_T_MLP_NORM);
+    /* Experts go through the MoE plugin's prepare, exactly like a loaded checkpoint. */
+    void *w13b = NULL, *w13s = NULL, *w13bias = NULL, *w2b = NULL, *w2s = NULL, *w2bias = NULL;
+    if (st == SY_OK)
+        st = upload(e, &w13b, h.w13_blocks, N(SY_T_W13_BLOCKS), err);
+    if (st == SY_OK)
+        st = upload(e, &w13s, h.w13_scales, N(SY_T_W13_SCALES), err);
+    if (st == SY_OK)
+        st = upload_f32(e, &w13bias, h.w13_bias, N(SY_T_W13_BIAS), err);
+    if (st == SY_OK)
+        st = upload(e, &w2b, h.w2_blocks, N(SY_T_W2_BLOCKS), err);
+    if (st == SY_OK)
+        st = upload(e, &w2s, h.w2_scales, N(SY_T_W2_SCALES), err);
+    if (st == SY_OK)
+        st = upload_f32(e, &w2bias, h.w2_bias, N(SY_T_W2_BIAS), err);
+#undef N
+#undef UP
+#undef UPF
+    uint64_t prepared = 0;
+    if (st == SY_OK && (st = e->moe->prepared_bytes(&e->moe_shape, &prepared, err)) != SY_OK)
+        st = sy_op_failed(e, SY_KIND_MOE, "prepared_bytes", st, err);
+    if (st == SY_OK)
+        st = dalloc(e, prepared, &w->moe, err);
+    if (st == SY_OK) {
+        uint32_t E = d->experts, H = d->hidden, I = d->intermediate;
+        sy_moe_prepare_args a = {0};
+        a.struct_size = sizeof a;
+        a.shape = e->moe_shape;
+        int64_t s13b[4] = {E, 2 * I, H / 32, 16}, s13s[3] = {E, 2 * I, H / 32};
+        int64_t s2b[4] = {E, H, I / 32, 16}, s2s[3] = {E, H, I / 32};
+        a.w13_blocks = sy_tensor_contiguous(w13b, SY_DTYPE_U8, 4, s13b);
+        a.w13_scales = sy_tensor_contiguous(w13s, SY_DTYPE_U8, 3, s13s);
+        a.w13_bias = sy_t2(w13bias, SY_DTYPE_F32, E, 2 * I);
+        a.w2_blocks = sy_tensor_contiguous(w2b, SY_DTYPE_U8, 4, s2b);
+        a.w2_scales = sy_tensor_contiguous(w2s, SY_DTYPE_U8, 3, s2s);
+        a.w2_bias = sy_t2(w2bias, SY_DTYPE_F32, E, H);
+        a.prepared = w->moe;
+        sy_status pst = e->moe->prepare(e->ctx[SY_KIND_MOE], e->stream, &a, err);
+        if (pst != SY_OK)
+            st = sy_op_failed(e, SY_KIND_MOE, "prepare", pst, err);
+    }
+    if (st == SY_OK)
+        st = sy_eng_sync(e, err);
+    dfree(e, w13b);
+    dfree(e, w13s);
+    dfree(e, w13bias);
+    dfree(e, w2b);
+    dfree(e, w2s);
+    dfree(e, w2bias);
+    sy_host_layer_free(&h);
+    return st;
+}
+
+static sy_status alloc_pools(sy_engine *e, sy_error *err)
+{
+    const sy_plan *p = &e->plan;
+    uint32_t P = p->page_size, W = e->d.sliding_window;
+    uint32_t seq_tokens = p->input_len + p->output_len;
+    uint32_t pages_per_seq = (seq_tokens + P - 1) / P;
+    e->full_pages = p->pool_tokens ? (p->pool_tokens + P - 1) / P + 1 : p->batch * pages_per_seq + 1;
+    if (W) {
+        /* A chunk's queries see W - 1 earlier keys: that span plus the chunk, page-aligned. */
+        uint32_t chunk = p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+        uint32_t span = W - 1 + (chunk > 1 ? chunk : 1);
+        uint32_t need = (span + P - 1) / P + 1;
+        if (need > pages_per_seq)
+            need = pages_per_seq;
+        e->swa_pages = p->swa_pool_tokens ? (p->swa_pool_tokens + P - 1) / P + 1 : p->batch * need + 1;
+    }
+    sy_status st = sy_kv_cache_init(&e->cache, P, W, p->batch, seq_tokens, e->full_pages, e->swa_pages ? e->swa_pages : 2,
+                                    err);
+    if (st != SY_OK)
+        return st;
+    if ((st = geometry(e, e->full_pages, &e->geom_full, err)) != SY_OK)
+        return st;
+    if (W && (st = geometry(e, e->swa_pages, &e->geom_swa, err)) != SY_OK)
+        return st;
+    size_t es = sy_dtype_size(p->kv_dtype);
+    for (uint32_t l = 0; l < e->d.layers; l++) {
+        const sy_kv_geometry *g = sy_layer_is_sliding(&e->d, l) ? &e->geom_swa : &e->geom_full;
+        if ((st = dalloc(e, g->k_elems * es, &e->layer[l].k_cache, err)) != SY_OK ||
+            (st = dalloc(e, g->v_elems * es, &e->layer[l].v_cache, err)) != SY_OK)
+            return sy_fail(err, st, "KV pool for layer %u (%u pages of %u tokens): %s", l, g->num_pages, P, err->msg);
+        /* Freed and padding slots must read as finite values. */
+        e->be->memset_async(e->bctx, e->stream, e->layer[l].k_cache, 0, g->k_elems * es, NULL);
+        e->be->memset_async(e->bctx, e->stream, e->layer[l].v_cache, 0, g->v_elems * es, NULL);
+    }
+    return SY_OK;
+}
+
+static sy_status alloc_activations(sy_engine *e, sy_error *err)
+{
+    const sy_model_dims *d = &e->d;
+    const sy_plan *p = &e->plan;
+    uint32_t chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+    e->t_max = p->batch * (chunk > 1 ? chunk : 1);
+    e->max_kv_rows = p->batch * (p->input_len + 1);
+    uint32_t T = e->t_max, B = p->batch;
+    uint32_t align = 256;
+    uint32_t hpad = (d->hidden + align - 1) / align * align;
+    uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype);
+    uint32_t mb = e->cache.max_pages_per_seq;
+    struct {
+        void **ptr;
+        size_t bytes;
+    } bufs[] = {
+        {&e->residual, (size_t)T * d->hidden * f},  {&e->hidden, (size_t)T * d->hidden * f},
+        {&e->normed, (size_t)T * hpad * f},         {&e->q, (size_t)T * qd * f},
+        {&e->k, (size_t)T * kvd * f},               {&e->v, (size_t)T * kvd * f},
+        {&e->attn_out, (size_t)T * qd * f},         {&e->router_logits, (size_t)T * d->experts * f},
+        {&e->topk_w, (size_t)T * d->top_k * f},     {&e->topk_ids, (size_t)T * d->top_k * i4},
+        {&e->logits, (size_t)B * d->vocab * f},     {&e->k_lin, (size_t)e->max_kv_rows * kvd * es},
+        {&e->v_lin, (size_t)e->max_kv_rows * kvd * es},
+        {&e->d_slots, T * i4},                      {&e->d_positions, T * i4},
+        {&e->d_cu_q, (B + 1) * i4},                 {&e->d_cu_k_full, (B + 1) * i4},
+        {&e->d_cu_k_swa, (B + 1) * i4},             {&e->d_gslots_full, e->max_kv_rows * i4},
+        {&e->d_gslots_swa, e->max_kv_rows * i4},    {&e->d_bt_full, (size_t)B * mb * i4},
+        {&e->d_bt_swa, (size_t)B * mb * i4},        {&e->d_ctx_lens, B * i4},
+        {&e->d_slot_map, (size_t)(e->cache.slot_map ? e->full_pages * p->page_size : 1) * i4},
+    };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        sy_status st = dalloc(e, bufs[i].bytes, bufs[i].ptr, err);
+        if (st != SY_OK)
+            return st;
+    }
+    e->h_slots = sy_xcalloc(T, i4);
+    e->h_positions = sy_xcalloc(T, i4);
+    e->h_cu_q = sy_xcalloc(B + 1, i4);
+    e->h_cu_k_full = sy_xcalloc(B + 1, i4);
+    e->h_cu_k_swa = sy_xcalloc(B + 1, i4);
+    e->h_gslots_full = sy_xcalloc(e->max_kv_rows, i4);
+    e->h_gslots_swa = sy_xcalloc(e->max_kv_rows, i4);
+    e->h_bt_full = sy_xcalloc((size_t)B * mb, i4);
+    e->h_bt_swa = sy_xcalloc((size_t)B * mb, i4);
+    e->h_ctx_lens = sy_xcalloc(B, i4);
+    e->h_rows = sy_xcalloc((size_t)T * d->hidden, f);
+    e->h_rows2 = sy_xcalloc((size_t)T * d->hidden, f);
+    e->h_logits = sy_xcalloc((size_t)B * d->vocab, f);
+    e->tokens = sy_xcalloc((size_t)B * (p->output_len ? p->output_len : 1), sizeof *e->tokens);
+    e->step_ms = sy_xcalloc(p->output_len ? p->output_len : 1, sizeof *e->step_ms);
+    return SY_OK;
+}
+
+sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err)
+{
+    *out = NULL;
+    sy_status st = sy_model_dims_check(&plan->dims, err);
+    if (st != SY_OK)
+        return st;
+    if (!plan->backend || !plan->backend->backend)
+        return sy_fail(err, SY_E_INVALID, "no backend was selected");
+    if (plan->batch == 0 || plan->input_len == 0)
+        return sy_fail(err, SY_E_INVALID, "workload.batch and workload.input_len must be positive");
+    sy_engine *e = sy_xcalloc(1, sizeof *e);
+    e->plan = *plan;
+    e->d = plan->dims;
+    if (e->d.attn_scale == 0)
+        e->d.attn_scale = 1.0f / sqrtf((float)e->d.head_dim);
+    e->be = plan->backend->backend;
+    sy_error inner = {{0}};
+    if (e->be->init(plan->device, &e->bctx, &inner) != SY_OK) {
+        const char *name = e->be->name;
+        free(e);
+        return sy_fail(err, SY_E_BACKEND, "backend %s (%s): init of device %d failed: %s", name,
+                       plan->backend->file, plan->device, inner.msg);
+    }
+    *out = e;
+    if (e->be->stream_create(e->bctx, &e->stream, &inner) != SY_OK ||
+        e->be->event_create(e->bctx, &e->ev_a, &inner) != SY_OK ||
+        e->be->event_create(e->bctx, &e->ev_b, &inner) != SY_OK)
+        return sy_fail(err, SY_E_BACKEND, "backend %s: %s", e->be->name, inner.msg);
+    if ((st = init_plugins(e, err)) != SY_OK)
+        return st;
+    e->moe_shape = (sy_moe_shape){.struct_size = sizeof(sy_moe_shape),
+                                  .num_experts = e->d.experts,
+                                  .hidden = e->d.hidden,
+                                  .intermediate = e->d.intermediate,
+                                  .top_k = e->d.top_k,
+                                  .swiglu_alpha = e->d.swiglu_alpha,
+                                  .swiglu_limit = e->d.swiglu_limit};
+    e->hp = plan->pad_multiple > 1 ? (e->d.hidden + plan->pad_multiple - 1) / plan->pad_multiple * plan->pad_multiple
+                                   : e->d.hidden;
+    e->layer = sy_xcalloc(e->d.layers, sizeof *e->layer);
+    if ((st = alloc_pools(e, err)) != SY_OK || (st = alloc_activations(e, err)) != SY_OK)
+        return st;
+    for (uint32_t l = 0; l < e->d.layers; l++)
+        if ((st = load_layer(e, l, err)) != SY_OK)
+            return st;
+    sy_host_weights g = {0};
+    sy_synth_globals(&e->d, plan->weight_seed, &g);
+    st = upload_f32(e, &e->final_norm, g.final_norm, e->d.hidden, err);
+    if (st == SY_OK)
+        st = upload(e, &e->lm_head, g.lm_head, sy_ckpt_numel(&e->d, SY_GLOBAL_LAYER, SY_T_LM_HEAD) * 2, err);
+    if (st == SY_OK)
+        st = sy_eng_sync(e, err);
+    e->embed_host = g.embed;
+    g.embed = NULL;
+    sy_host_weights_free(&g);
+    return st;
+}
+
+void sy_engine_destroy(sy_engine *e)
+{
+    if (!e)
+        return;
+    for (int32_t k = SY_KIND_COUNT_ - 1; k >= 1; k--)
+        if (e->pd[k] && e->pd[k]->fini && e->ctx[k])
+            e->pd[k]->fini(e->ctx[k]);
+    if (e->bctx || e->be) {
+        for (size_t i = 0; i < e->n_allocs; i++)
+            e->be->free(e->bctx, e->allocs[i].ptr);
+        if (e->ev_a)
+            e->be->event_destroy(e->bctx, e->ev_a);
+        if (e->ev_b)
+            e->be->event_destroy(e->bctx, e->ev_b);
+        if (e->stream)
+            e->be->stream_destroy(e->bctx, e->stream);
+        e->be->fini(e->bctx);
+    }
+    sy_kv_cache_free(&e->cache);
+    void *host[] = {e->allocs, e->layer, e->embed_host, e->h_slots, e->h_positions, e->h_cu_q, e->h_cu_k_full,
+                    e->h_cu_k_swa, e->h_gslots_full, e->h_gslots_swa, e->h_bt_full, e->h_bt_swa, e->h_ctx_lens,
+                    e->h_rows, e->h_rows2, e->h_logits, e->tokens, e->step_ms};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        free(host[i]);
+    free(e);
+}
+
+void sy_engine_set_checkpoint(sy_engine *e, sy_checkpoint_fn fn, void *user)
+{
+    e->checkpoint = fn;
+    e->checkpoint_user = user;
+}
+
+void sy_engine_set_progress(sy_engine *e, void (*fn)(void *, uint32_t, uint32_t, double), void *user)
+{
+    e->progress = fn;
+    e->progress_user = user;
+}
+
+const sy_plan *sy_engine_plan(const sy_engine *e)
+{
+    return &e->plan;
+}
+
+uint32_t sy_workload_token(uint64_t token_seed, uint32_t vocab, uint32_t seq, uint32_t pos)
+{
+    return (uint32_t)(sy_synth_bits(token_seed, 0xFFFFFFFFu, ((uint64_t)seq << 32) | pos) % vocab);
+}

@@ -1,0 +1,74 @@
+/* The engine: a gpt-oss decoder built from the composed plugins on one backend, with its KV cache,
+ * run as chunked prefill then greedy decode. */
+#ifndef SY_ENGINE_H
+#define SY_ENGINE_H
+
+#include <stdint.h>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "switchyard/switchyard.h"
+
+/* Time by slot, plus the engine's own work between plugin calls. */
+enum { SY_OPSLOT_ENGINE = 0 }; /* index 0; kinds 1..SY_KIND_COUNT_-1 are the plugin slots */
+
+/* Everything the config and the composition decided: the engine takes no other input. */
+typedef struct sy_plan {
+    sy_model_dims dims;
+    uint64_t weight_seed;
+    const sy_registry_entry *backend;
+    int32_t device;
+    const sy_registry_entry *slot[SY_KIND_COUNT_]; /* indexed by sy_kind */
+    uint32_t layout;          /* sy_kv_layout_id of slot[SY_KIND_KV_LAYOUT] */
+    int32_t kv_dtype;
+    uint32_t page_size;
+    float k_scale, v_scale;
+    int fuse_rope_kv;         /* 1: rope.rope_kv_write; 0: rope then kv_layout.write */
+    uint32_t pad_multiple;    /* > 1: post-attention norm padded to this multiple for the MoE */
+    int32_t attn_num_splits;  /* 0: the plugin chooses */
+    uint32_t pool_tokens;     /* full-attention pool capacity; 0 = exactly what the workload needs */
+    uint32_t swa_pool_tokens; /* sliding-window pool capacity; 0 = what the window and chunk need */
+    /* workload */
+    uint32_t batch, input_len, output_len, prefill_chunk;
+    uint32_t warmup, repeat;
+    uint64_t token_seed;
+    int per_op_timing;
+} sy_plan;
+
+typedef struct sy_engine sy_engine;
+
+/* Called after each layer and for the logits with the tensor's host copy (f32, rows x cols).
+ * layer == dims.layers means the logits. Used by A/B to compare numerics at every checkpoint. */
+typedef void (*sy_checkpoint_fn)(void *user, uint32_t step, uint32_t layer, const float *data, uint32_t rows,
+                                 uint32_t cols);
+
+typedef struct sy_run_metrics {
+    double ttft_ms;              /* prefill of the whole batch through the first generated token */
+    double tpot_median_ms, tpot_p90_ms;
+    double prefill_tok_per_s, decode_tok_per_s;
+    double total_ms;
+    double op_ms[SY_KIND_COUNT_]; /* summed over the measured run; [0] = engine's own time */
+    uint32_t op_calls[SY_KIND_COUNT_];
+    uint32_t peak_full_pages, full_pages;
+    uint32_t peak_swa_pages, swa_pages;
+    uint64_t pool_bytes;
+    uint64_t checksum;           /* FNV-1a over the generated token ids of every sequence, in order */
+    uint32_t *tokens;            /* batch x output_len generated ids (owned by the engine) */
+    uint32_t n_steps;
+    double *step_ms;             /* decode step times of the last repetition (owned by the engine) */
+} sy_run_metrics;
+
+sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err);
+void sy_engine_destroy(sy_engine *e);
+void sy_engine_set_checkpoint(sy_engine *e, sy_checkpoint_fn fn, void *user);
+/* Progress callback: called after each step with (done, total). */
+void sy_engine_set_progress(sy_engine *e, void (*fn)(void *user, uint32_t done, uint32_t total, double elapsed_ms),
+                            void *user);
+/* Runs warmup + repeat repetitions of the workload; metrics are those of the measured repetitions
+ * (times: medians across repetitions for ttft; TPOT over all measured steps). */
+sy_status sy_engine_run(sy_engine *e, sy_run_metrics *out, sy_error *err);
+/* The prompt token ids the workload uses (batch x input_len), a pure function of token_seed. */
+uint32_t sy_workload_token(uint64_t token_seed, uint32_t vocab, uint32_t seq, uint32_t pos);
+const sy_plan *sy_engine_plan(const sy_engine *e);
+
+#endif

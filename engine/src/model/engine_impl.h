@@ -1,0 +1,111 @@
+/* Internals of the engine shared by its files: creation (engine.c), the forward (forward.c) and the
+ * workload loop (workload.c). */
+#ifndef SY_ENGINE_IMPL_H
+#define SY_ENGINE_IMPL_H
+
+#include "model/engine.h"
+
+typedef struct layer_weights {
+    void *q_w, *k_w, *v_w, *o_w, *router_w;          /* bf16 [N, K] */
+    void *q_b, *k_b, *v_b, *o_b, *router_b;          /* f32 [N] */
+    void *sinks, *attn_norm, *mlp_norm;               /* f32 */
+    void *moe;                                        /* the MoE plugin's prepared weights */
+    void *k_cache, *v_cache;                          /* this layer's pool (full or sliding) */
+} layer_weights;
+
+typedef struct allocation {
+    void *ptr;
+    size_t bytes;
+} allocation;
+
+struct sy_engine {
+    sy_plan plan;
+    sy_model_dims d;
+    const sy_backend_desc *be;
+    void *bctx;
+    sy_stream stream;
+    sy_host_api host;
+    const sy_plugin_desc *pd[SY_KIND_COUNT_];
+    void *ctx[SY_KIND_COUNT_];
+    const sy_kv_layout_ops *kv;
+    const sy_attention_ops *attn;
+    const sy_moe_ops *moe;
+    const sy_norm_ops *norm;
+    const sy_rope_ops *rope;
+    const sy_linear_ops *lin;
+
+    sy_kv_geometry geom_full, geom_swa;
+    sy_moe_shape moe_shape;
+    uint32_t hp;          /* hidden padded for the MoE input (== hidden without fused pad) */
+    uint32_t t_max;       /* most tokens in one forward */
+    uint32_t max_kv_rows; /* most gathered K/V rows in one prefill */
+
+    layer_weights *layer;
+    uint16_t *embed_host;  /* bf16 [vocab, hidden] */
+    void *final_norm, *lm_head;
+
+    /* activations (device) */
+    void *residual, *hidden, *normed, *q, *k, *v, *attn_out, *router_logits, *topk_w, *topk_ids, *logits;
+    void *k_lin, *v_lin;
+    /* index arrays (device) and their host mirrors */
+    void *d_slots, *d_positions, *d_cu_q, *d_cu_k_full, *d_cu_k_swa, *d_gslots_full, *d_gslots_swa;
+    void *d_bt_full, *d_bt_swa, *d_ctx_lens, *d_slot_map;
+    int32_t *h_slots, *h_positions, *h_cu_q, *h_cu_k_full, *h_cu_k_swa, *h_gslots_full, *h_gslots_swa;
+    int32_t *h_bt_full, *h_bt_swa, *h_ctx_lens;
+    float *h_rows;    /* t_max x hidden staging (embeddings in, checkpoints out) */
+    float *h_rows2;
+    float *h_logits;  /* batch x vocab */
+
+    sy_kv_cache cache;
+    uint32_t full_pages, swa_pages;
+
+    allocation *allocs;
+    size_t n_allocs, cap_allocs;
+    uint64_t device_bytes;
+
+    sy_event ev_a, ev_b;
+    double op_ms[SY_KIND_COUNT_];
+    uint32_t op_calls[SY_KIND_COUNT_];
+
+    sy_checkpoint_fn checkpoint;
+    void *checkpoint_user;
+    uint32_t step_index;
+    void (*progress)(void *, uint32_t, uint32_t, double);
+    void *progress_user;
+
+    uint32_t *tokens;
+    double *step_ms;
+};
+
+
+double sy_now_ms(void);
+sy_status sy_eng_copy(sy_engine *e, void *dst, const void *src, size_t bytes, int32_t kind, sy_error *err);
+sy_status sy_eng_sync(sy_engine *e, sy_error *err);
+sy_tensor sy_t1(void *p, int32_t dt, int64_t a);
+sy_tensor sy_t2(void *p, int32_t dt, int64_t a, int64_t b);
+sy_tensor sy_t3(void *p, int32_t dt, int64_t a, int64_t b, int64_t c);
+sy_tensor sy_tnone(void);
+sy_tensor sy_t2_strided(void *p, int32_t dt, int64_t rows, int64_t cols, int64_t stride);
+void sy_op_begin(sy_engine *e);
+void sy_op_end(sy_engine *e, int32_t kind);
+/* Prefixes err with the plugin that failed (kind, name, file) and the op. */
+sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err);
+sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err);
+sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err);
+
+/* One forward over `n[b]` new tokens of each sequence b starting at position `start[b]`, then the
+ * logits of each sequence's last token (host copy in e->h_logits). */
+sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,
+                     sy_error *err);
+
+/* Time a plugin call into its slot; on failure, return the error prefixed with the plugin. */
+#define CALL(e, kind, opname, expr)                                   \
+    do {                                                              \
+        sy_op_begin(e);                                                  \
+        sy_status st_ = (expr);                                       \
+        sy_op_end(e, kind);                                              \
+        if (st_ != SY_OK)                                             \
+            return sy_op_failed(e, kind, opname, st_, err);              \
+    } while (0)
+
+#endif

@@ -1,0 +1,332 @@
+/* One forward of the gpt-oss decoder through the composed plugins. Per layer, exactly:
+ *   input add+rmsnorm -> q/k/v linears with bias -> rope (fused with the KV write when composed,
+ *   else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
+ *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
+ *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
+ *   slice -> top-k -> MoE (output trimmed to hidden).
+ * Then the final norm, lm_head on each sequence's last token, and the host copy of the logits. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "calls/checks.h"
+#include "model/engine_impl.h"
+#include "sy_numeric.h"
+
+static sy_rope_params rope_params(const sy_engine *e)
+{
+    sy_rope_params p = {0};
+    p.struct_size = sizeof p;
+    p.style = SY_ROPE_STYLE_NEOX;
+    p.scaling = e->d.yarn_factor > 1.0f ? SY_ROPE_SCALING_YARN : SY_ROPE_SCALING_NONE;
+    p.head_dim = e->d.head_dim;
+    p.theta = e->d.rope_theta;
+    p.yarn_factor = e->d.yarn_factor;
+    p.yarn_beta_fast = e->d.yarn_beta_fast;
+    p.yarn_beta_slow = e->d.yarn_beta_slow;
+    p.yarn_original_max_position = e->d.yarn_original_max_position;
+    p.concentration = 0;
+    return p;
+}
+
+/* Index arrays of one forward: positions and full-pool slots of every new token, query offsets,
+ * and for a chunk after the first the slots to gather per pool (the sliding pool only keeps the
+ * last W - 1 keys before the chunk). */
+typedef struct step_layout {
+    uint32_t T, B;
+    int has_prefix;
+    uint32_t rows_full, rows_swa;
+} step_layout;
+
+static sy_status prepare_indices(sy_engine *e, const uint32_t *start, const uint32_t *n, int decode, step_layout *s,
+                                 sy_error *err)
+{
+    const sy_plan *p = &e->plan;
+    uint32_t B = p->batch, W = e->d.sliding_window;
+    sy_status st;
+    s->B = B;
+    s->T = 0;
+    s->has_prefix = 0;
+    for (uint32_t b = 0; b < B; b++) {
+        if (W && start[b] + 1 > W)
+            sy_kv_cache_release_window(&e->cache, b, start[b] + 1 - W);
+        if ((st = sy_kv_cache_reserve(&e->cache, b, start[b] + n[b], err)) != SY_OK)
+            return st;
+        e->h_cu_q[b] = (int32_t)s->T;
+        for (uint32_t i = 0; i < n[b]; i++) {
+            e->h_positions[s->T] = (int32_t)(start[b] + i);
+            e->h_slots[s->T] = sy_kv_cache_full_slot(&e->cache, b, start[b] + i);
+            s->T++;
+        }
+        if (start[b] > 0)
+            s->has_prefix = 1;
+        e->h_ctx_lens[b] = (int32_t)(start[b] + n[b]);
+    }
+    e->h_cu_q[B] = (int32_t)s->T;
+    s->rows_full = s->rows_swa = 0;
+    if (!decode && s->has_prefix) {
+        for (uint32_t b = 0; b < B; b++) {
+            uint32_t end = start[b] + n[b];
+            uint32_t swa_lo = W && start[b] + 1 > W ? start[b] + 1 - W : 0;
+            e->h_cu_k_full[b] = (int32_t)s->rows_full;
+            e->h_cu_k_swa[b] = (int32_t)s->rows_swa;
+            for (uint32_t pos = 0; pos < end; pos++) {
+                int32_t slot = sy_kv_cache_full_slot(&e->cache, b, pos);
+                e->h_gslots_full[s->rows_full++] = slot;
+                if (W && pos >= swa_lo)
+                    e->h_gslots_swa[s->rows_swa++] = slot;
+            }
+        }
+        e->h_cu_k_full[B] = (int32_t)s->rows_full;
+        e->h_cu_k_swa[B] = (int32_t)s->rows_swa;
+    }
+    size_t i4 = sizeof(int32_t);
+    uint32_t mb = e->cache.max_pages_per_seq;
+    if ((st = sy_eng_copy(e, e->d_positions, e->h_positions, s->T * i4, SY_MEMCPY_H2D, err)) ||
+        (st = sy_eng_copy(e, e->d_slots, e->h_slots, s->T * i4, SY_MEMCPY_H2D, err)) ||
+        (st = sy_eng_copy(e, e->d_cu_q, e->h_cu_q, (B + 1) * i4, SY_MEMCPY_H2D, err)))
+        return st;
+    if (decode) {
+        sy_kv_cache_block_table(&e->cache, 0, e->h_bt_full);
+        if ((st = sy_eng_copy(e, e->d_bt_full, e->h_bt_full, (size_t)B * mb * i4, SY_MEMCPY_H2D, err)) ||
+            (st = sy_eng_copy(e, e->d_ctx_lens, e->h_ctx_lens, B * i4, SY_MEMCPY_H2D, err)))
+            return st;
+        if (W) {
+            sy_kv_cache_block_table(&e->cache, 1, e->h_bt_swa);
+            if ((st = sy_eng_copy(e, e->d_bt_swa, e->h_bt_swa, (size_t)B * mb * i4, SY_MEMCPY_H2D, err)))
+                return st;
+        }
+    }
+    if (s->rows_full) {
+        if ((st = sy_eng_copy(e, e->d_gslots_full, e->h_gslots_full, s->rows_full * i4, SY_MEMCPY_H2D, err)) ||
+            (st = sy_eng_copy(e, e->d_cu_k_full, e->h_cu_k_full, (B + 1) * i4, SY_MEMCPY_H2D, err)))
+            return st;
+    }
+    if (s->rows_swa) {
+        if ((st = sy_eng_copy(e, e->d_gslots_swa, e->h_gslots_swa, s->rows_swa * i4, SY_MEMCPY_H2D, err)) ||
+            (st = sy_eng_copy(e, e->d_cu_k_swa, e->h_cu_k_swa, (B + 1) * i4, SY_MEMCPY_H2D, err)))
+            return st;
+    }
+    if (W && e->cache.slot_map_dirty) {
+        if ((st = sy_eng_copy(e, e->d_slot_map, e->cache.slot_map, (size_t)e->full_pages * p->page_size * i4,
+                              SY_MEMCPY_H2D, err)))
+            return st;
+        e->cache.slot_map_dirty = 0;
+    }
+    return SY_OK;
+}
+
+static sy_kv_write_args kv_write_args(sy_engine *e, uint32_t l, uint32_t T)
+{
+    int sliding = sy_layer_is_sliding(&e->d, l);
+    sy_kv_write_args a = {0};
+    a.struct_size = sizeof a;
+    a.geom = sliding ? e->geom_swa : e->geom_full;
+    a.k = sy_t3(e->k, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
+    a.v = sy_t3(e->v, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
+    a.slots = sy_t1(e->d_slots, SY_DTYPE_I32, T);
+    a.slot_map = sliding ? sy_t1(e->d_slot_map, SY_DTYPE_I32, (int64_t)e->full_pages * e->plan.page_size) : sy_tnone();
+    a.k_cache = e->layer[l].k_cache;
+    a.v_cache = e->layer[l].v_cache;
+    a.k_scale = e->plan.k_scale;
+    a.v_scale = e->plan.v_scale;
+    return a;
+}
+
+static sy_status rope_and_write(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
+{
+    sy_rope_args r = {0};
+    r.struct_size = sizeof r;
+    r.params = rope_params(e);
+    r.q = sy_t3(e->q, SY_DTYPE_F32, T, e->d.q_heads, e->d.head_dim);
+    r.k = sy_t3(e->k, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
+    r.positions = sy_t1(e->d_positions, SY_DTYPE_I32, T);
+    sy_kv_write_args w = kv_write_args(e, l, T);
+    sy_status st = sy_check_kv_write(&w, e->h_slots, e->cache.slot_map, err);
+    if (st != SY_OK)
+        return st;
+    if (e->plan.fuse_rope_kv) {
+        sy_rope_kv_write_args a = {0};
+        a.struct_size = sizeof a;
+        a.rope = r;
+        a.kv = w;
+        CALL(e, SY_KIND_ROPE, "rope_kv_write", e->rope->rope_kv_write(e->ctx[SY_KIND_ROPE], e->stream, &a, err));
+        return SY_OK;
+    }
+    CALL(e, SY_KIND_ROPE, "rope", e->rope->rope(e->ctx[SY_KIND_ROPE], e->stream, &r, err));
+    CALL(e, SY_KIND_KV_LAYOUT, "write", e->kv->write(e->ctx[SY_KIND_KV_LAYOUT], e->stream, &w, err));
+    return SY_OK;
+}
+
+static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int decode, sy_error *err)
+{
+    const sy_model_dims *d = &e->d;
+    int sliding = sy_layer_is_sliding(d, l);
+    uint32_t T = s->T, B = s->B, Hq = d->q_heads, Hkv = d->kv_heads, D = d->head_dim;
+    sy_tensor sinks = d->has_sinks ? sy_t1(e->layer[l].sinks, SY_DTYPE_F32, Hq) : sy_tnone();
+    int32_t window = sliding ? (int32_t)d->sliding_window : 0;
+    int32_t kv_dt = e->plan.kv_dtype;
+    sy_status st;
+    if (decode) {
+        sy_attn_decode_args a = {0};
+        a.struct_size = sizeof a;
+        a.geom = sliding ? e->geom_swa : e->geom_full;
+        a.q = sy_t3(e->q, SY_DTYPE_F32, B, Hq, D);
+        a.out = sy_t3(e->attn_out, SY_DTYPE_F32, B, Hq, D);
+        a.k_cache = e->layer[l].k_cache;
+        a.v_cache = e->layer[l].v_cache;
+        a.block_tables = sy_t2(sliding ? e->d_bt_swa : e->d_bt_full, SY_DTYPE_I32, B, e->cache.max_pages_per_seq);
+        a.context_lens = sy_t1(e->d_ctx_lens, SY_DTYPE_I32, B);
+        a.sinks = sinks;
+        a.scale = d->attn_scale;
+        a.window = window;
+        a.k_scale = e->plan.k_scale;
+        a.v_scale = e->plan.v_scale;
+        a.num_splits = e->plan.attn_num_splits;
+        if ((st = sy_check_decode_args(&a, sliding ? e->h_bt_swa : e->h_bt_full, e->h_ctx_lens, err)) != SY_OK)
+            return st;
+        CALL(e, SY_KIND_ATTENTION, "decode_paged",
+             e->attn->decode_paged(e->ctx[SY_KIND_ATTENTION], e->stream, &a, err));
+        return SY_OK;
+    }
+    sy_attn_prefill_args a = {0};
+    a.struct_size = sizeof a;
+    a.q = sy_t3(e->q, SY_DTYPE_F32, T, Hq, D);
+    a.out = sy_t3(e->attn_out, SY_DTYPE_F32, T, Hq, D);
+    a.cu_seqlens_q = sy_t1(e->d_cu_q, SY_DTYPE_I32, B + 1);
+    a.sinks = sinks;
+    a.scale = d->attn_scale;
+    a.causal = 1;
+    a.window = window;
+    a.k_scale = e->plan.k_scale;
+    a.v_scale = e->plan.v_scale;
+    const int32_t *cu_k_host = e->h_cu_q;
+    if (!s->has_prefix) {
+        /* A first chunk attends to its own fresh K/V: nothing to read back from the pool. */
+        a.k = sy_t3(e->k, SY_DTYPE_F32, T, Hkv, D);
+        a.v = sy_t3(e->v, SY_DTYPE_F32, T, Hkv, D);
+        a.cu_seqlens_k = a.cu_seqlens_q;
+        a.k_scale = a.v_scale = 1.0f;
+    } else {
+        /* A later chunk: the pool already holds this chunk's K/V; gather prefix + chunk to linear. */
+        uint32_t rows = sliding ? s->rows_swa : s->rows_full;
+        sy_kv_gather_args g = {0};
+        g.struct_size = sizeof g;
+        g.geom = sliding ? e->geom_swa : e->geom_full;
+        g.slots = sy_t1(sliding ? e->d_gslots_swa : e->d_gslots_full, SY_DTYPE_I32, rows);
+        g.slot_map = sliding ? sy_t1(e->d_slot_map, SY_DTYPE_I32, (int64_t)e->full_pages * e->plan.page_size) : sy_tnone();
+        g.k_cache = e->layer[l].k_cache;
+        g.v_cache = e->layer[l].v_cache;
+        g.k_out = sy_t3(e->k_lin, kv_dt, rows, Hkv, D);
+        g.v_out = sy_t3(e->v_lin, kv_dt, rows, Hkv, D);
+        if ((st = sy_check_kv_gather(&g, sliding ? e->h_gslots_swa : e->h_gslots_full, e->cache.slot_map, err)) != SY_OK)
+            return st;
+        CALL(e, SY_KIND_KV_LAYOUT, "gather", e->kv->gather(e->ctx[SY_KIND_KV_LAYOUT], e->stream, &g, err));
+        a.k = g.k_out;
+        a.v = g.v_out;
+        a.cu_seqlens_k = sy_t1(sliding ? e->d_cu_k_swa : e->d_cu_k_full, SY_DTYPE_I32, B + 1);
+        cu_k_host = sliding ? e->h_cu_k_swa : e->h_cu_k_full;
+        if (kv_dt != SY_DTYPE_FP8_E4M3)
+            a.k_scale = a.v_scale = 1.0f;
+    }
+    if ((st = sy_check_prefill_args(&a, e->h_cu_q, cu_k_host, err)) != SY_OK)
+        return st;
+    CALL(e, SY_KIND_ATTENTION, "prefill_linear", e->attn->prefill_linear(e->ctx[SY_KIND_ATTENTION], e->stream, &a, err));
+    return SY_OK;
+}
+
+static sy_status moe_block(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
+{
+    const sy_model_dims *d = &e->d;
+    sy_status st;
+    /* The router reads the unpadded slice of the (possibly padded) normed rows. */
+    sy_tensor x_unpadded = sy_t2_strided(e->normed, SY_DTYPE_F32, T, d->hidden, e->hp);
+    if ((st = sy_eng_linear(e, x_unpadded, e->layer[l].router_w, e->layer[l].router_b, d->experts, e->router_logits,
+                            err)) != SY_OK)
+        return st;
+    sy_moe_route_args r = {0};
+    r.struct_size = sizeof r;
+    r.shape = e->moe_shape;
+    r.logits = sy_t2(e->router_logits, SY_DTYPE_F32, T, d->experts);
+    r.topk_ids = sy_t2(e->topk_ids, SY_DTYPE_I32, T, d->top_k);
+    r.topk_weights = sy_t2(e->topk_w, SY_DTYPE_F32, T, d->top_k);
+    CALL(e, SY_KIND_MOE, "route", e->moe->route(e->ctx[SY_KIND_MOE], e->stream, &r, err));
+    sy_moe_forward_args a = {0};
+    a.struct_size = sizeof a;
+    a.shape = e->moe_shape;
+    a.prepared = e->layer[l].moe;
+    a.x = sy_t2(e->normed, SY_DTYPE_F32, T, e->hp);
+    a.topk_ids = r.topk_ids;
+    a.topk_weights = r.topk_weights;
+    a.out = sy_t2(e->hidden, SY_DTYPE_F32, T, d->hidden);
+    CALL(e, SY_KIND_MOE, "forward", e->moe->forward(e->ctx[SY_KIND_MOE], e->stream, &a, err));
+    return SY_OK;
+}
+
+/* Host copy of a layer's output (residual stream after the layer: residual + hidden). */
+static sy_status emit_checkpoint(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
+{
+    size_t bytes = (size_t)T * e->d.hidden * sizeof(float);
+    sy_status st;
+    if ((st = sy_eng_copy(e, e->h_rows, e->residual, bytes, SY_MEMCPY_D2H, err)) ||
+        (st = sy_eng_copy(e, e->h_rows2, e->hidden, bytes, SY_MEMCPY_D2H, err)) || (st = sy_eng_sync(e, err)))
+        return st;
+    for (size_t i = 0; i < (size_t)T * e->d.hidden; i++)
+        e->h_rows[i] += e->h_rows2[i];
+    e->checkpoint(e->checkpoint_user, e->step_index, l, e->h_rows, T, e->d.hidden);
+    return SY_OK;
+}
+
+sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,
+                     sy_error *err)
+{
+    const sy_model_dims *d = &e->d;
+    step_layout s;
+    sy_status st = prepare_indices(e, start, n, decode, &s, err);
+    if (st != SY_OK)
+        return st;
+    uint32_t T = s.T, H = d->hidden;
+    for (uint32_t t = 0; t < T; t++) {
+        const uint16_t *row = e->embed_host + (size_t)token_ids[t] * H;
+        for (uint32_t i = 0; i < H; i++)
+            e->h_rows[(size_t)t * H + i] = sy_bf16_to_f32(row[i]);
+    }
+    if ((st = sy_eng_copy(e, e->residual, e->h_rows, (size_t)T * H * sizeof(float), SY_MEMCPY_H2D, err)))
+        return st;
+    uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    for (uint32_t l = 0; l < d->layers; l++) {
+        layer_weights *w = &e->layer[l];
+        /* Layer 0 normalizes the embeddings; later layers add the previous MoE output first. */
+        st = sy_eng_rmsnorm(e, T, l == 0 ? e->residual : e->hidden, l == 0 ? NULL : e->residual, w->attn_norm, 0, err);
+        if (st != SY_OK)
+            return st;
+        sy_tensor x = sy_t2(e->normed, SY_DTYPE_F32, T, H);
+        if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, err)) ||
+            (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, err)) ||
+            (st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, err)) || (st = rope_and_write(e, l, T, err)) ||
+            (st = attention(e, l, &s, decode, err)))
+            return st;
+        if ((st = sy_eng_linear(e, sy_t2(e->attn_out, SY_DTYPE_F32, T, qd), w->o_w, w->o_b, H, e->hidden, err)))
+            return st;
+        if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->residual, w->mlp_norm, e->plan.pad_multiple, err)) ||
+            (st = moe_block(e, l, T, err)))
+            return st;
+        if (e->checkpoint && (st = emit_checkpoint(e, l, T, err)))
+            return st;
+    }
+    if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->residual, e->final_norm, 0, err)))
+        return st;
+    /* lm_head only where a token is sampled: each sequence's last new token. */
+    for (uint32_t b = 0; b < s.B; b++) {
+        uint32_t last = (uint32_t)e->h_cu_q[b + 1] - 1;
+        sy_tensor row = sy_t2((float *)e->normed + (size_t)last * H, SY_DTYPE_F32, 1, H);
+        if ((st = sy_eng_linear(e, row, e->lm_head, NULL, d->vocab, (float *)e->logits + (size_t)b * d->vocab, err)))
+            return st;
+    }
+    if ((st = sy_eng_copy(e, e->h_logits, e->logits, (size_t)s.B * d->vocab * sizeof(float), SY_MEMCPY_D2H, err)) ||
+        (st = sy_eng_sync(e, err)))
+        return st;
+    if (e->checkpoint)
+        e->checkpoint(e->checkpoint_user, e->step_index, d->layers, e->h_logits, s.B, d->vocab);
+    return SY_OK;
+}
