@@ -1,0 +1,566 @@
+#include "moe_mxfp4_cpu.h"
+
+#include <cblas.h>
+/* cblas.h pulls in complex.h, whose macro I would shadow the usual name of the intermediate size. */
+#undef I
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_workspace.h"
+#include "moe_route.h"
+#include "sy_mxfp4.h"
+#include "sy_numeric.h"
+#include "sy_op_check.h"
+
+/* Rows decoded per tile: W13 tiles hold ROWS gate and ROWS up rows, W2 tiles ROWS rows. 2 * 32 rows
+ * of 2880 f32 (737 KB) stay in a 1 MB L2 next to the tokens they meet. */
+enum { TILE_ROWS = 32 };
+
+typedef struct sy_moe_mxfp4_cpu {
+    uint32_t gate_up_layout;
+    sy_cpu_workspace ws;
+    float byte_values[256][2]; /* E2M1 value of the low and the high nibble of every byte */
+} sy_moe_mxfp4_cpu;
+
+sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err)
+{
+    if (gate_up_layout != SY_MOE_GATE_UP_INTERLEAVE && gate_up_layout != SY_MOE_GATE_UP_SEPARATED)
+        return sy_op_fail(err, SY_E_INTERNAL,
+                          "moe init: gate_up_layout %u is neither interleave (%d) nor separated (%d)", gate_up_layout,
+                          SY_MOE_GATE_UP_INTERLEAVE, SY_MOE_GATE_UP_SEPARATED);
+    sy_moe_mxfp4_cpu *c = calloc(1, sizeof *c);
+    if (!c)
+        return sy_op_fail(err, SY_E_NOMEM, "moe init: out of memory for the plugin context");
+    c->gate_up_layout = gate_up_layout;
+    c->ws.host = host;
+    for (uint32_t b = 0; b < 256; b++) {
+        c->byte_values[b][0] = sy_e2m1_to_f32(b & 0xFu);
+        c->byte_values[b][1] = sy_e2m1_to_f32(b >> 4);
+    }
+    *ctx = c;
+    return SY_OK;
+}
+
+void sy_moe_mxfp4_cpu_fini(void *ctx)
+{
+    sy_moe_mxfp4_cpu *c = ctx;
+    if (!c)
+        return;
+    sy_cpu_workspace_release(&c->ws);
+    free(c);
+}
+
+static const char *layout_name(uint32_t layout)
+{
+    return layout == SY_MOE_GATE_UP_INTERLEAVE  ? "interleave"
+           : layout == SY_MOE_GATE_UP_SEPARATED ? "separated"
+                                                : "unknown";
+}
+
+static sy_status check_shape(const char *op, const sy_moe_shape *s, sy_error *err)
+{
+    if (!s || s->struct_size < sizeof(sy_moe_shape))
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape struct_size %u is smaller than sy_moe_shape (%zu)", op,
+                          s ? s->struct_size : 0u, sizeof(sy_moe_shape));
+    if (s->num_experts == 0 || s->num_experts > SY_MOE_MXFP4_CPU_MAX_EXPERTS)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: shape.num_experts %u is outside 1..%d", op, s->num_experts,
+                          SY_MOE_MXFP4_CPU_MAX_EXPERTS);
+    if (s->hidden == 0 || s->hidden % SY_MXFP4_BLOCK || s->hidden > SY_MOE_MXFP4_CPU_MAX_DIM)
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape.hidden %u must be a positive multiple of %d up to %d", op,
+                          s->hidden, SY_MXFP4_BLOCK, SY_MOE_MXFP4_CPU_MAX_DIM);
+    if (s->intermediate == 0 || s->intermediate % SY_MXFP4_BLOCK || s->intermediate > SY_MOE_MXFP4_CPU_MAX_DIM)
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape.intermediate %u must be a positive multiple of %d up to %d", op,
+                          s->intermediate, SY_MXFP4_BLOCK, SY_MOE_MXFP4_CPU_MAX_DIM);
+    if (s->top_k == 0 || s->top_k > s->num_experts || s->top_k > SY_MOE_MAX_TOP_K)
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape.top_k %u is outside 1..min(num_experts %u, %d)", op, s->top_k,
+                          s->num_experts, SY_MOE_MAX_TOP_K);
+    return SY_OK;
+}
+
+sy_status sy_moe_mxfp4_cpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err)
+{
+    sy_status st = check_shape("moe prepared_bytes", shape, err);
+    if (st != SY_OK)
+        return st;
+    sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
+    *bytes = sy_moe_sections_of(&d).total;
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* prepare / unprepare                                                                         */
+
+static float bias_at(const sy_tensor *t, uint64_t i)
+{
+    return t->dtype == SY_DTYPE_BF16 ? sy_bf16_to_f32(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+}
+
+/* Checks one checkpoint matrix: blocks [E, R, K/32, 16], scales [E, R, K/32], bias [E, Rb]. */
+static sy_status check_checkpoint_matrix(const char *op, const char *what, const sy_tensor *blocks,
+                                         const sy_tensor *scales, const sy_tensor *bias, uint32_t E, uint32_t rows,
+                                         uint32_t k, uint32_t bias_rows, sy_error *err)
+{
+    char name[64];
+    const uint32_t u8 = SY_DTYPE_BIT(SY_DTYPE_U8), fb = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16);
+    int64_t want_blocks[4] = {E, rows, k / SY_MXFP4_BLOCK, SY_MXFP4_BLOCK_BYTES};
+    int64_t want_bias[2] = {E, bias_rows};
+    const sy_tensor *t[3] = {blocks, scales, bias};
+    const char *suffix[3] = {"blocks", "scales", "bias"};
+    const int64_t *want[3] = {want_blocks, want_blocks, want_bias};
+    const int32_t ndim[3] = {4, 3, 2};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "%s_%s", what, suffix[i]);
+        sy_status st = sy_op_check_dense_tensor(op, name, t[i], i < 2 ? u8 : fb, ndim[i], want[i], 0, err);
+        if (st != SY_OK)
+            return st;
+    }
+    return SY_OK;
+}
+
+typedef struct prepared_view {
+    sy_moe_dims dims;
+    sy_moe_sections sec;
+    uint32_t gate_up_layout;
+    uint8_t *base;
+} prepared_view;
+
+static prepared_view view_of(uint8_t *base, const sy_moe_dims *d, uint32_t layout)
+{
+    prepared_view v;
+    v.dims = *d;
+    v.sec = sy_moe_sections_of(d);
+    v.gate_up_layout = layout;
+    v.base = base;
+    return v;
+}
+
+/* Tile-order row q of checkpoint w13 row cr (row 2i gate, 2i+1 up), and its de-interleaved row. */
+static uint32_t deinterleaved_row(uint32_t cr, uint32_t inter_padded)
+{
+    return (cr % 2u) * inter_padded + cr / 2u;
+}
+
+/* Copies every block and scale of one checkpoint matrix between the checkpoint order and the
+ * shuffled order; `to_prepared` picks the direction. Rows of w13 go through the layout's row map. */
+static void move_matrix(const prepared_view *v, int is_w13, uint8_t *ck_blocks, uint8_t *ck_scales, int to_prepared)
+{
+    const sy_moe_dims *d = &v->dims;
+    uint32_t ck_rows = is_w13 ? 2u * d->intermediate : d->hidden;
+    uint32_t ck_kblocks = (is_w13 ? d->hidden : d->intermediate) / SY_MXFP4_BLOCK;
+    uint32_t kblocks = (is_w13 ? d->hidden_padded : d->intermediate_padded) / SY_MXFP4_BLOCK;
+    uint64_t expert_bytes = is_w13 ? v->sec.w13_expert_bytes : v->sec.w2_expert_bytes;
+    uint64_t expert_scales = is_w13 ? v->sec.w13_expert_scales : v->sec.w2_expert_scales;
+    uint8_t *pb = v->base + (is_w13 ? v->sec.w13_blocks : v->sec.w2_blocks);
+    uint8_t *ps = v->base + (is_w13 ? v->sec.w13_scales : v->sec.w2_scales);
+    for (uint32_t e = 0; e < d->experts; e++)
+        for (uint32_t cr = 0; cr < ck_rows; cr++) {
+            uint32_t q = is_w13 ? sy_moe_w13_tile_row(v->gate_up_layout, deinterleaved_row(cr, d->intermediate_padded),
+                                                      d->intermediate_padded)
+                                : cr;
+            uint64_t ck_row = (uint64_t)e * ck_rows + cr;
+            for (uint32_t j = 0; j < ck_kblocks; j++) {
+                uint8_t *prep_block = pb + e * expert_bytes + sy_moe_block_offset(q, j, kblocks);
+                uint8_t *prep_scale = ps + e * expert_scales + sy_moe_scale_offset(q, j, kblocks);
+                uint8_t *ck_block = ck_blocks + (ck_row * ck_kblocks + j) * SY_MXFP4_BLOCK_BYTES;
+                uint8_t *ck_scale = ck_scales + ck_row * ck_kblocks + j;
+                if (to_prepared) {
+                    memcpy(prep_block, ck_block, SY_MXFP4_BLOCK_BYTES);
+                    *prep_scale = *ck_scale;
+                } else {
+                    memcpy(ck_block, prep_block, SY_MXFP4_BLOCK_BYTES);
+                    *ck_scale = *prep_scale;
+                }
+            }
+        }
+}
+
+sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_prepare_args *a, sy_error *err)
+{
+    static const char op[] = "moe prepare";
+    sy_moe_mxfp4_cpu *c = ctx;
+    (void)stream;
+    if (!c)
+        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
+    if (!a || a->struct_size < sizeof *a)
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_prepare_args (%zu)", op,
+                          a ? a->struct_size : 0u, sizeof *a);
+    const sy_moe_shape *s = &a->shape;
+    sy_status st = check_shape(op, s, err);
+    if (st == SY_OK)
+        st = check_checkpoint_matrix(op, "w13", &a->w13_blocks, &a->w13_scales, &a->w13_bias, s->num_experts,
+                                     2u * s->intermediate, s->hidden, 2u * s->intermediate, err);
+    if (st == SY_OK)
+        st = check_checkpoint_matrix(op, "w2", &a->w2_blocks, &a->w2_scales, &a->w2_bias, s->num_experts, s->hidden,
+                                     s->intermediate, s->hidden, err);
+    if (st != SY_OK)
+        return st;
+    if (!a->prepared)
+        return sy_op_fail(err, SY_E_INVALID, "%s: prepared is NULL", op);
+
+    sy_moe_dims d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
+    prepared_view v = view_of(a->prepared, &d, c->gate_up_layout);
+    const sy_moe_sections *sec = &v.sec;
+    uint64_t E = d.experts, Hp = d.hidden_padded, Ip = d.intermediate_padded;
+
+    /* Padding first: zero weights and biases, the neutral scale; then the checkpoint over it. */
+    memset(v.base, 0, sec->total);
+    memset(v.base + sec->w13_scales, SY_E8M0_ONE, E * sec->w13_expert_scales);
+    memset(v.base + sec->w2_scales, SY_E8M0_ONE, E * sec->w2_expert_scales);
+    sy_moe_prepared_header h = {
+        SY_MOE_PREPARED_MAGIC, SY_MOE_PREPARED_VERSION, c->gate_up_layout,    d.experts, d.hidden,
+        d.intermediate,        d.hidden_padded,         d.intermediate_padded};
+    memcpy(v.base + sec->header, &h, sizeof h);
+
+    move_matrix(&v, 1, a->w13_blocks.data, a->w13_scales.data, 1);
+    move_matrix(&v, 0, a->w2_blocks.data, a->w2_scales.data, 1);
+    float *b13 = (float *)(v.base + sec->w13_bias), *b2 = (float *)(v.base + sec->w2_bias);
+    for (uint64_t e = 0; e < E; e++) {
+        for (uint32_t cr = 0; cr < 2u * d.intermediate; cr++)
+            b13[e * 2u * Ip + deinterleaved_row(cr, (uint32_t)Ip)] =
+                bias_at(&a->w13_bias, e * 2u * d.intermediate + cr);
+        for (uint32_t n = 0; n < d.hidden; n++)
+            b2[e * Hp + n] = bias_at(&a->w2_bias, e * d.hidden + n);
+    }
+    return SY_OK;
+}
+
+/* Reads and checks the header of a prepared buffer. */
+static sy_status read_header(const char *op, const void *prepared, sy_moe_prepared_header *h, sy_error *err)
+{
+    if (!prepared)
+        return sy_op_fail(err, SY_E_INVALID, "%s: prepared is NULL", op);
+    memcpy(h, prepared, sizeof *h);
+    if (h->magic != SY_MOE_PREPARED_MAGIC || h->version != SY_MOE_PREPARED_VERSION)
+        return sy_op_fail(err, SY_E_INVALID,
+                          "%s: prepared buffer has magic 0x%08x version %u, expected 0x%08x version %u (not written by "
+                          "an MXFP4 MoE prepare)",
+                          op, h->magic, h->version, SY_MOE_PREPARED_MAGIC, SY_MOE_PREPARED_VERSION);
+    return SY_OK;
+}
+
+sy_status sy_moe_mxfp4_cpu_unprepare(const void *prepared, uint8_t *w13_blocks, uint8_t *w13_scales, float *w13_bias,
+                                     uint8_t *w2_blocks, uint8_t *w2_scales, float *w2_bias, sy_error *err)
+{
+    sy_moe_prepared_header h;
+    sy_status st = read_header("moe unprepare", prepared, &h, err);
+    if (st != SY_OK)
+        return st;
+    sy_moe_dims d = sy_moe_dims_of(h.experts, h.hidden, h.intermediate);
+    /* The functions below only read through the view when copying back. */
+    prepared_view v = view_of((uint8_t *)(uintptr_t)prepared, &d, h.gate_up_layout);
+    move_matrix(&v, 1, w13_blocks, w13_scales, 0);
+    move_matrix(&v, 0, w2_blocks, w2_scales, 0);
+    const float *b13 = (const float *)(v.base + v.sec.w13_bias), *b2 = (const float *)(v.base + v.sec.w2_bias);
+    for (uint64_t e = 0; e < d.experts; e++) {
+        for (uint32_t cr = 0; cr < 2u * d.intermediate; cr++)
+            w13_bias[e * 2u * d.intermediate + cr] =
+                b13[e * 2u * d.intermediate_padded + deinterleaved_row(cr, d.intermediate_padded)];
+        for (uint32_t n = 0; n < d.hidden; n++)
+            w2_bias[e * d.hidden + n] = b2[e * d.hidden_padded + n];
+    }
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* route                                                                                       */
+
+/* topk_ids int32 [T, k] and topk_weights f32 [T, k], contiguous: what route writes and forward reads. */
+static sy_status check_topk(const char *op, const sy_tensor *ids, const sy_tensor *weights, int64_t T, uint32_t k,
+                            sy_error *err)
+{
+    int64_t want[2] = {T, k};
+    sy_status st = sy_op_check_dense_tensor(op, "topk_ids", ids, SY_DTYPE_BIT(SY_DTYPE_I32), 2, want, 0, err);
+    return st == SY_OK
+               ? sy_op_check_dense_tensor(op, "topk_weights", weights, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want, 0, err)
+               : st;
+}
+
+sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *a, sy_error *err)
+{
+    static const char op[] = "moe route";
+    (void)ctx;
+    (void)stream;
+    if (!a || a->struct_size < sizeof *a)
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_route_args (%zu)", op,
+                          a ? a->struct_size : 0u, sizeof *a);
+    sy_status st = check_shape(op, &a->shape, err);
+    if (st != SY_OK)
+        return st;
+    const uint32_t E = a->shape.num_experts, k = a->shape.top_k;
+    int64_t T = a->logits.ndim == 2 ? a->logits.shape[0] : SY_ANY_DIM;
+    int64_t want_logits[2] = {SY_ANY_DIM, E};
+    st = sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
+    if (st == SY_OK)
+        st = check_topk(op, &a->topk_ids, &a->topk_weights, T, k, err);
+    if (st != SY_OK)
+        return st;
+    const float *logits = a->logits.data;
+    for (int64_t t = 0; t < T; t++)
+        sy_moe_route_token(logits + t * a->logits.stride[0], E, k, (int32_t *)a->topk_ids.data + t * k,
+                           (float *)a->topk_weights.data + t * k);
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* forward                                                                                     */
+
+/* Decodes `n` rows (tile-order rows q[0..n)) of one expert's shuffled matrix, blocks [0, kblocks_used)
+ * of each, into dst[n][32 * kblocks_used]. */
+static void decode_rows(const sy_moe_mxfp4_cpu *c, const uint8_t *blocks, const uint8_t *scales, uint32_t kblocks,
+                        uint32_t kblocks_used, const uint32_t *q, uint32_t n, float *dst)
+{
+    for (uint32_t r = 0; r < n; r++) {
+        float *out = dst + (uint64_t)r * kblocks_used * SY_MXFP4_BLOCK;
+        for (uint32_t j = 0; j < kblocks_used; j++, out += SY_MXFP4_BLOCK) {
+            const uint8_t *b = blocks + sy_moe_block_offset(q[r], j, kblocks);
+            float s = sy_e8m0_to_f32(scales[sy_moe_scale_offset(q[r], j, kblocks)]);
+            for (uint32_t i = 0; i < SY_MXFP4_BLOCK_BYTES; i++) {
+                out[2 * i] = c->byte_values[b[i]][0] * s;
+                out[2 * i + 1] = c->byte_values[b[i]][1] * s;
+            }
+        }
+    }
+}
+
+static float load_act(const void *p, int32_t dtype, uint64_t i)
+{
+    return dtype == SY_DTYPE_BF16 ? sy_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* Clamped SwiGLU of gpt-oss. Comparisons rather than fminf keep a NaN visible. */
+static float swiglu(float g, float u, float alpha, float limit)
+{
+    g = g > limit ? limit : g;
+    u = u > limit ? limit : (u < -limit ? -limit : u);
+    return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+}
+
+typedef struct forward_scratch {
+    int32_t *count;  /* [E + 1]: prefix offsets into the routed lists */
+    int32_t *token;  /* [T*k]: token of each routed slot, grouped by expert, tokens ascending */
+    float *weight;   /* [T*k] */
+    float *acc;      /* [T][H] */
+    float *xe;       /* [max_te][H] */
+    float *act;      /* [max_te][I] */
+    float *tile;     /* [2*TILE_ROWS][max(H, I)] decoded weights */
+    float *prod;     /* [max_te][2*TILE_ROWS] */
+    uint32_t *qrows; /* [2*TILE_ROWS] */
+} forward_scratch;
+
+static sy_status reserve_forward(sy_moe_mxfp4_cpu *c, const sy_moe_dims *d, uint64_t T, uint32_t k, uint64_t max_te,
+                                 forward_scratch *s, sy_error *err)
+{
+    uint64_t H = d->hidden, inter = d->intermediate, wide = H > inter ? H : inter;
+    uint64_t sizes[9] = {4u * (d->experts + 1u),
+                         4u * T * k,
+                         4u * T * k,
+                         4u * T * H,
+                         4u * max_te * H,
+                         4u * max_te * inter,
+                         4u * 2u * TILE_ROWS * wide,
+                         4u * max_te * 2u * TILE_ROWS,
+                         4u * 2u * TILE_ROWS};
+    uint64_t total = 0, off[9];
+    for (int i = 0; i < 9; i++) {
+        off[i] = total;
+        total += (sizes[i] + 63u) / 64u * 64u;
+    }
+    void *base;
+    sy_status st = sy_cpu_workspace_reserve(&c->ws, total, &base, err);
+    if (st != SY_OK)
+        return st;
+    uint8_t *b = base;
+    s->count = (int32_t *)(b + off[0]);
+    s->token = (int32_t *)(b + off[1]);
+    s->weight = (float *)(b + off[2]);
+    s->acc = (float *)(b + off[3]);
+    s->xe = (float *)(b + off[4]);
+    s->act = (float *)(b + off[5]);
+    s->tile = (float *)(b + off[6]);
+    s->prod = (float *)(b + off[7]);
+    s->qrows = (uint32_t *)(b + off[8]);
+    return SY_OK;
+}
+
+static sy_status check_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args *a, sy_moe_dims *d, sy_error *err)
+{
+    static const char op[] = "moe forward";
+    if (!c)
+        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
+    if (!a || a->struct_size < sizeof *a)
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_forward_args (%zu)", op,
+                          a ? a->struct_size : 0u, sizeof *a);
+    const sy_moe_shape *s = &a->shape;
+    sy_status st = check_shape(op, s, err);
+    if (st != SY_OK)
+        return st;
+    *d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
+    sy_moe_prepared_header h;
+    st = read_header(op, a->prepared, &h, err);
+    if (st != SY_OK)
+        return st;
+    if (h.gate_up_layout != c->gate_up_layout)
+        return sy_op_fail(err, SY_E_INVALID, "%s: prepared buffer is in the %s layout, this plugin reads %s", op,
+                          layout_name(h.gate_up_layout), layout_name(c->gate_up_layout));
+    if (h.experts != d->experts || h.hidden != d->hidden || h.intermediate != d->intermediate)
+        return sy_op_fail(err, SY_E_INVALID,
+                          "%s: prepared buffer holds experts %u hidden %u intermediate %u, shape says %u %u %u", op,
+                          h.experts, h.hidden, h.intermediate, d->experts, d->hidden, d->intermediate);
+    const uint32_t acts = SY_MOE_MXFP4_CPU_ACT_DTYPES;
+    int64_t T = a->x.ndim == 2 ? a->x.shape[0] : SY_ANY_DIM;
+    int64_t want_x[2] = {T, SY_ANY_DIM}, want_out[2] = {T, s->hidden};
+    st = sy_op_check_tensor(op, "x", &a->x, acts, 2, want_x, err);
+    if (st == SY_OK && a->x.shape[1] != d->hidden && a->x.shape[1] != d->hidden_padded)
+        return sy_op_fail(err, SY_E_INVALID, "%s: x has %lld columns, expected hidden %u or padded hidden %u", op,
+                          (long long)a->x.shape[1], d->hidden, d->hidden_padded);
+    if (st == SY_OK)
+        st = sy_op_check_dense(op, "x", &a->x, 1, err);
+    if (st == SY_OK)
+        st = sy_op_check_dense_tensor(op, "out", &a->out, acts, 2, want_out, 1, err);
+    if (st == SY_OK)
+        st = check_topk(op, &a->topk_ids, &a->topk_weights, T, s->top_k, err);
+    if (st != SY_OK)
+        return st;
+    const int32_t *ids = a->topk_ids.data;
+    for (int64_t i = 0; i < T * (int64_t)s->top_k; i++)
+        if (ids[i] < 0 || (uint32_t)ids[i] >= s->num_experts)
+            return sy_op_fail(err, SY_E_INVALID, "%s: topk_ids[%lld][%lld] = %d is outside 0..%u", op,
+                              (long long)(i / s->top_k), (long long)(i % s->top_k), ids[i], s->num_experts - 1u);
+    return SY_OK;
+}
+
+/* Groups the routed (token, weight) slots by expert, tokens ascending within each: a counting sort,
+ * so the order (and hence every sum) is a function of the routing alone. Returns the largest group. */
+static uint64_t group_by_expert(const sy_moe_forward_args *a, uint64_t T, forward_scratch *s)
+{
+    const uint32_t E = a->shape.num_experts, k = a->shape.top_k;
+    const int32_t *ids = a->topk_ids.data;
+    const float *w = a->topk_weights.data;
+    memset(s->count, 0, sizeof(int32_t) * (E + 1u));
+    for (uint64_t i = 0; i < T * k; i++)
+        s->count[ids[i] + 1]++;
+    uint64_t max_te = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        if ((uint64_t)s->count[e + 1] > max_te)
+            max_te = (uint64_t)s->count[e + 1];
+        s->count[e + 1] += s->count[e];
+    }
+    if (s->token) {
+        /* count[e] is used as the fill cursor, then restored from the next group's start. */
+        for (uint64_t i = 0; i < T * k; i++) {
+            int32_t pos = s->count[ids[i]]++;
+            s->token[pos] = (int32_t)(i / k);
+            s->weight[pos] = w[i];
+        }
+        for (uint32_t e = E; e > 0; e--)
+            s->count[e] = s->count[e - 1];
+        s->count[0] = 0;
+    }
+    return max_te;
+}
+
+/* One expert over its te tokens (token[], weight[]): accumulates weight * (W2 a + b2) into acc. */
+static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args *a, const prepared_view *v, uint32_t e,
+                           const int32_t *token, const float *weight, uint32_t te, forward_scratch *s)
+{
+    const sy_moe_dims *d = &v->dims;
+    const uint32_t H = d->hidden, inter = d->intermediate, Ip = d->intermediate_padded;
+    const uint32_t kb13 = d->hidden_padded / SY_MXFP4_BLOCK, kb2 = Ip / SY_MXFP4_BLOCK;
+    const float alpha = a->shape.swiglu_alpha, limit = a->shape.swiglu_limit;
+    const uint8_t *w13 = v->base + v->sec.w13_blocks + e * v->sec.w13_expert_bytes;
+    const uint8_t *s13 = v->base + v->sec.w13_scales + e * v->sec.w13_expert_scales;
+    const float *b13 = (const float *)(v->base + v->sec.w13_bias) + (uint64_t)e * 2u * Ip;
+    const uint8_t *w2 = v->base + v->sec.w2_blocks + e * v->sec.w2_expert_bytes;
+    const uint8_t *s2 = v->base + v->sec.w2_scales + e * v->sec.w2_expert_scales;
+    const float *b2 = (const float *)(v->base + v->sec.w2_bias) + (uint64_t)e * d->hidden_padded;
+
+    /* The expert's tokens, unpadded: padded columns meet zero weights. */
+    for (uint32_t t = 0; t < te; t++) {
+        const uint8_t *row =
+            (const uint8_t *)a->x.data + (uint64_t)token[t] * a->x.stride[0] * sy_dtype_size(a->x.dtype);
+        for (uint32_t n = 0; n < H; n++)
+            s->xe[(uint64_t)t * H + n] = load_act(row, a->x.dtype, n);
+    }
+
+    for (uint32_t i0 = 0; i0 < inter; i0 += TILE_ROWS) {
+        uint32_t rows = inter - i0 < TILE_ROWS ? inter - i0 : TILE_ROWS;
+        for (uint32_t r = 0; r < rows; r++) {
+            s->qrows[r] = sy_moe_w13_tile_row(v->gate_up_layout, i0 + r, Ip);
+            s->qrows[rows + r] = sy_moe_w13_tile_row(v->gate_up_layout, Ip + i0 + r, Ip);
+        }
+        decode_rows(c, w13, s13, kb13, H / SY_MXFP4_BLOCK, s->qrows, 2u * rows, s->tile);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)(2u * rows), (int)H, 1.0f, s->xe, (int)H,
+                    s->tile, (int)H, 0.0f, s->prod, (int)(2u * rows));
+        for (uint32_t t = 0; t < te; t++) {
+            const float *p = s->prod + (uint64_t)t * 2u * rows;
+            for (uint32_t r = 0; r < rows; r++)
+                s->act[(uint64_t)t * inter + i0 + r] =
+                    swiglu(p[r] + b13[i0 + r], p[rows + r] + b13[Ip + i0 + r], alpha, limit);
+        }
+    }
+
+    for (uint32_t n0 = 0; n0 < H; n0 += 2u * TILE_ROWS) {
+        uint32_t rows = H - n0 < 2u * TILE_ROWS ? H - n0 : 2u * TILE_ROWS;
+        for (uint32_t r = 0; r < rows; r++)
+            s->qrows[r] = n0 + r;
+        decode_rows(c, w2, s2, kb2, inter / SY_MXFP4_BLOCK, s->qrows, rows, s->tile);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)rows, (int)inter, 1.0f, s->act, (int)inter,
+                    s->tile, (int)inter, 0.0f, s->prod, (int)rows);
+        for (uint32_t t = 0; t < te; t++) {
+            float *acc = s->acc + (uint64_t)token[t] * H + n0;
+            const float *p = s->prod + (uint64_t)t * rows;
+            for (uint32_t r = 0; r < rows; r++)
+                acc[r] += weight[t] * (p[r] + b2[n0 + r]);
+        }
+    }
+}
+
+sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_forward_args *a, sy_error *err)
+{
+    sy_moe_mxfp4_cpu *c = ctx;
+    sy_moe_dims d;
+    (void)stream;
+    sy_status st = check_forward(c, a, &d, err);
+    if (st != SY_OK)
+        return st;
+    const uint64_t T = (uint64_t)a->x.shape[0];
+    const uint32_t k = a->shape.top_k, H = d.hidden;
+    if (T == 0)
+        return SY_OK;
+    forward_scratch s;
+    /* First pass sizes the scratch by the largest expert group, the second fills it. */
+    int32_t count_only[SY_MOE_MXFP4_CPU_MAX_EXPERTS + 1];
+    s.count = count_only;
+    s.token = NULL;
+    uint64_t max_te = group_by_expert(a, T, &s);
+    st = reserve_forward(c, &d, T, k, max_te, &s, err);
+    if (st != SY_OK)
+        return st;
+    group_by_expert(a, T, &s);
+    memset(s.acc, 0, sizeof(float) * T * H);
+
+    prepared_view v = view_of((uint8_t *)(uintptr_t)a->prepared, &d, c->gate_up_layout);
+    for (uint32_t e = 0; e < d.experts; e++) {
+        uint32_t te = (uint32_t)(s.count[e + 1] - s.count[e]);
+        if (te)
+            expert_forward(c, a, &v, e, s.token + s.count[e], s.weight + s.count[e], te, &s);
+    }
+
+    for (uint64_t t = 0; t < T; t++) {
+        const float *acc = s.acc + t * H;
+        if (a->out.dtype == SY_DTYPE_BF16) {
+            uint16_t *o = (uint16_t *)a->out.data + t * a->out.stride[0];
+            for (uint32_t n = 0; n < H; n++)
+                o[n] = sy_f32_to_bf16(acc[n]);
+        } else {
+            memcpy((float *)a->out.data + t * a->out.stride[0], acc, sizeof(float) * H);
+        }
+    }
+    return SY_OK;
+}
+
+const sy_moe_ops sy_moe_mxfp4_cpu_ops = {
+    sizeof(sy_moe_ops),       0, sy_moe_mxfp4_cpu_prepared_bytes, sy_moe_mxfp4_cpu_prepare, sy_moe_mxfp4_cpu_route,
+    sy_moe_mxfp4_cpu_forward,
+};

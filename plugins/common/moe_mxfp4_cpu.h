@@ -1,0 +1,88 @@
+/* Host implementation of the MXFP4 MoE ops, shared by moe_mxfp4_interleave and moe_mxfp4_separated:
+ * the tile layout is the gate_up_layout given at init (moe_layout.h), nothing else differs.
+ *
+ * Forward, per expert e with tokens routed to it (gpt-oss MLPBlock; DESIGN.md, MoE):
+ *   h = W13 x + b13; g = min(h_gate, limit), u = clamp(h_up, -limit, limit);
+ *   a = g * sigmoid(alpha * g) * (u + 1); y = W2 a + b2; out[t] += weight(t, e) * y.
+ * Rows of W13 and W2 are decoded from the prepared (shuffled) buffer into an f32 tile, and the
+ * tile is multiplied with all of the expert's tokens by OpenBLAS sgemm, so each weight byte is
+ * read once per call however many tokens use it. Padding (hidden and intermediate beyond the
+ * model's sizes) holds zeros and is skipped. The result does not depend on the layout: the same
+ * f32 tiles reach the same sgemm calls, so INTERLEAVE and SEPARATED agree bit for bit.
+ * Activations: x f32 or bf16, [T, H] or already padded [T, Hp]; out f32 or bf16 [T, H],
+ * accumulated in f32 and rounded once. */
+#ifndef SY_MOE_MXFP4_CPU_H
+#define SY_MOE_MXFP4_CPU_H
+
+#include <stdint.h>
+
+#include "moe_layout.h"
+#include "moe_route.h"
+#include "switchyard/plugin.h"
+
+enum { SY_MOE_MXFP4_CPU_MAX_EXPERTS = 1024, SY_MOE_MXFP4_CPU_MAX_DIM = 65536 };
+#define SY_MOE_MXFP4_CPU_ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
+
+/* Tensor parallelism: the host code computes whatever expert slice it is given, with no layout
+ * step that depends on the slice, so it is correct at any tp where the engine (a) cuts the
+ * intermediate dimension of the checkpoint at multiples of 32 (whole MXFP4 blocks), and (b) passes
+ * the real w2_bias on one rank and zeros on the others (the bias is added once, after the
+ * all-reduce, as in gpt-oss MLPBlock.forward). 8 covers gpt-oss deployments. */
+#define SY_MOE_MXFP4_CPU_MAX_TP 8u
+
+/* The caps of both host MXFP4 plugins; only the tile layout differs. */
+#define SY_MOE_MXFP4_CPU_CAPS(layout)                                                                                  \
+    {                                                                                                                  \
+        .struct_size = sizeof(sy_moe_caps), .weight_format = SY_MOE_WEIGHTS_MXFP4, .gate_up_layout = (layout),         \
+        .input_alignment = SY_MOE_PAD_MULTIPLE, .accepts_padded_input = 1, .max_tp = SY_MOE_MXFP4_CPU_MAX_TP,          \
+        .max_experts = SY_MOE_MXFP4_CPU_MAX_EXPERTS, .max_top_k = SY_MOE_MAX_TOP_K,                                    \
+        .act_dtypes = SY_MOE_MXFP4_CPU_ACT_DTYPES                                                                      \
+    }
+
+/* The ops of both; the layout travels in the ctx made by sy_moe_mxfp4_cpu_init. */
+extern const sy_moe_ops sy_moe_mxfp4_cpu_ops;
+
+/* Defines the caps, the descriptor and sy_plugin_entry of one host MXFP4 plugin: a name, its
+ * layout, a description, a rank and its init (which binds the layout). */
+#define SY_MOE_MXFP4_CPU_PLUGIN(plugin_name, layout, summary, plugin_rank, init_fn)                                    \
+    static const sy_moe_caps caps = SY_MOE_MXFP4_CPU_CAPS(layout);                                                     \
+    static const sy_plugin_desc desc = {                                                                               \
+        .abi_major = SY_ABI_MAJOR,                                                                                     \
+        .abi_minor = SY_ABI_MINOR,                                                                                     \
+        .struct_size = sizeof(sy_plugin_desc),                                                                         \
+        .kind = SY_KIND_MOE,                                                                                           \
+        .name = plugin_name,                                                                                           \
+        .backend = "cpu",                                                                                              \
+        .version = "1.0.0",                                                                                            \
+        .description = summary,                                                                                        \
+        .rank = plugin_rank,                                                                                           \
+        .caps = &caps,                                                                                                 \
+        .ops = &sy_moe_mxfp4_cpu_ops,                                                                                  \
+        .init = init_fn,                                                                                               \
+        .fini = sy_moe_mxfp4_cpu_fini,                                                                                 \
+    };                                                                                                                 \
+    static const sy_plugin_desc *const descriptors[] = {&desc, NULL};                                                  \
+    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);          \
+    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)           \
+    {                                                                                                                  \
+        (void)host_abi_minor;                                                                                          \
+        return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;                                                    \
+    }
+
+/* ctx of one plugin instance; `gate_up_layout` is SY_MOE_GATE_UP_INTERLEAVE or _SEPARATED. */
+sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
+void sy_moe_mxfp4_cpu_fini(void *ctx);
+
+/* The sy_moe_ops members (plugin.h). prepared_bytes is the same for both layouts. */
+sy_status sy_moe_mxfp4_cpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err);
+sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_prepare_args *args, sy_error *err);
+sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *args, sy_error *err);
+sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_forward_args *args, sy_error *err);
+
+/* The checkpoint tensors back from a prepared buffer (exact inverse of prepare; biases as f32):
+ * w13_blocks [E, 2I, H/32, 16], w13_scales [E, 2I, H/32], w13_bias [E, 2I], w2_blocks
+ * [E, H, I/32, 16], w2_scales [E, H, I/32], w2_bias [E, H], all contiguous. */
+sy_status sy_moe_mxfp4_cpu_unprepare(const void *prepared, uint8_t *w13_blocks, uint8_t *w13_scales, float *w13_bias,
+                                     uint8_t *w2_blocks, uint8_t *w2_scales, float *w2_bias, sy_error *err);
+
+#endif

@@ -1,0 +1,33 @@
+/* norm_rmsnorm (cpu): RMSNorm, fused residual add, zero padding to a multiple (the add+RMSNorm+pad
+ * that feeds a padded MXFP4 MoE). */
+#include "cpu.h"
+
+static const sy_norm_caps caps = {
+    .struct_size = sizeof(sy_norm_caps),
+    .features = SY_NORM_RMSNORM | SY_NORM_FUSED_ADD | SY_NORM_PAD_TO_MULTIPLE,
+    .dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
+    .max_pad_multiple = SY_NORM_RMSNORM_CPU_MAX_PAD,
+};
+
+static const sy_plugin_desc desc = {
+    .abi_major = SY_ABI_MAJOR,
+    .abi_minor = SY_ABI_MINOR,
+    .struct_size = sizeof(sy_plugin_desc),
+    .kind = SY_KIND_NORM,
+    .name = "norm_rmsnorm",
+    .backend = "cpu",
+    .version = "1.0.0",
+    .description = "RMSNorm with fused residual add and zero padding, fp32 sums, host reference",
+    .rank = 0,
+    .caps = &caps,
+    .ops = &sy_norm_rmsnorm_cpu_ops,
+};
+
+static const sy_plugin_desc *const descriptors[] = {&desc, NULL};
+
+SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);
+SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)
+{
+    (void)host_abi_minor;
+    return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;
+}

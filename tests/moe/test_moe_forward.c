@@ -1,0 +1,479 @@
+/* moe_mxfp4_interleave and moe_mxfp4_separated (cpu), through the plugin ABI: route and forward
+ * against a double-precision gpt-oss MoE built from the dequantized checkpoint, the two layouts
+ * bit for bit against each other, padded against unpadded input, and the argument errors. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_plugin_fixture.h"
+#include "moe_checkpoint.h"
+#include "sy_numeric.h"
+#include "sy_test.h"
+
+static const char *const plugin_names[2] = {"moe_mxfp4_interleave", "moe_mxfp4_separated"};
+static const uint32_t plugin_layouts[2] = {SY_MOE_GATE_UP_INTERLEAVE, SY_MOE_GATE_UP_SEPARATED};
+
+typedef struct moe_plugin {
+    const sy_plugin_desc *desc;
+    const sy_moe_ops *ops;
+    void *ctx;
+    void *prepared;
+} moe_plugin;
+
+static moe_plugin open_moe(int which, const moe_checkpoint *c, const sy_moe_shape *shape, const sy_host_api *host)
+{
+    moe_plugin p;
+    p.desc = sy_cpu_plugin(SY_KIND_MOE, plugin_names[which]);
+    p.ops = p.desc->ops;
+    p.ctx = sy_cpu_plugin_init(p.desc, host);
+    uint64_t bytes = 0;
+    sy_error err = {{0}};
+    ck_assert_msg(p.ops->prepared_bytes(shape, &bytes, &err) == SY_OK, "%s", err.msg);
+    p.prepared = malloc(bytes);
+    sy_poison_bytes(p.prepared, bytes);
+    sy_moe_prepare_args a = moe_checkpoint_prepare_args(c, shape, p.prepared);
+    ck_assert_msg(p.ops->prepare(p.ctx, NULL, &a, &err) == SY_OK, "%s prepare: %s", p.desc->name, err.msg);
+    return p;
+}
+
+static void close_moe(moe_plugin *p)
+{
+    sy_cpu_plugin_fini(p->desc, p->ctx);
+    free(p->prepared);
+}
+
+/* A gpt-oss-like layer scaled down: hidden 736 -> 768 and intermediate 608 -> 768 padded (multiples
+ * of 256, not of 512), 5 experts, top 3 of them, 37 tokens. Scale bytes 124..126 (2^-3 .. 2^-1) put
+ * the pre-activations well past the clamp limit of 7 in both directions, and well inside it. */
+enum { E = 5, H = 736, I = 608, K = 3, T = 37, HP = 768 };
+static const float alpha = 1.702f, limit = 7.0f;
+
+/* Biases on the scale of the products they join (|h| ~ 10, |y| ~ 300), so that a wrong bias cannot
+ * hide under the tolerance. */
+static moe_checkpoint layer_checkpoint(sy_rng *rng)
+{
+    moe_checkpoint c = moe_checkpoint_random(rng, E, H, I, 124, 126);
+    for (int i = 0; i < E * 2 * I; i++)
+        c.w13_bias[i] *= 4.0f;
+    for (int i = 0; i < E * H; i++)
+        c.w2_bias[i] *= 300.0f;
+    return c;
+}
+
+static sy_moe_shape layer_shape(void)
+{
+    sy_moe_shape s = {sizeof s, E, H, I, K, alpha, limit, 0};
+    return s;
+}
+
+typedef struct clamp_counts {
+    long gate_clamped, up_high, up_low, unclamped;
+} clamp_counts;
+
+/* gpt-oss MLPBlock.forward in double from the dequantized checkpoint (row 2i gate, 2i+1 up). */
+static void reference_forward(const moe_checkpoint *c, const float *w13, const float *w2, const float *x, int64_t ldx,
+                              const int32_t *ids, const float *weights, double *out, clamp_counts *cc, int clamp)
+{
+    double *a = malloc(sizeof(double) * I);
+    memset(out, 0, sizeof(double) * T * H);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < K; j++) {
+            int e = ids[t * K + j];
+            for (int i = 0; i < I; i++) {
+                double h[2];
+                for (int g = 0; g < 2; g++) {
+                    const float *row = w13 + ((size_t)e * 2 * I + 2 * i + g) * H;
+                    double s = c->w13_bias[e * 2 * I + 2 * i + g];
+                    for (int n = 0; n < H; n++)
+                        s += (double)row[n] * x[t * ldx + n];
+                    h[g] = s;
+                }
+                double gate = h[0], up = h[1];
+                if (cc) {
+                    cc->gate_clamped += gate > limit;
+                    cc->up_high += up > limit;
+                    cc->up_low += up < -limit;
+                    cc->unclamped += gate <= limit && fabs(up) <= limit;
+                }
+                if (clamp) {
+                    gate = fmin(gate, limit);
+                    up = fmax(fmin(up, limit), -limit);
+                }
+                a[i] = gate / (1.0 + exp(-(double)alpha * gate)) * (up + 1.0);
+            }
+            for (int n = 0; n < H; n++) {
+                const float *row = w2 + ((size_t)e * H + n) * I;
+                double y = c->w2_bias[e * H + n];
+                for (int i = 0; i < I; i++)
+                    y += (double)row[i] * a[i];
+                out[t * H + n] += weights[t * K + j] * y;
+            }
+        }
+    free(a);
+}
+
+static void route(const moe_plugin *p, const float *logits, int32_t *ids, float *weights)
+{
+    sy_moe_route_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.shape = layer_shape();
+    r.logits = moe_tensor((void *)(uintptr_t)logits, SY_DTYPE_F32, 2, T, E, 0, 0);
+    r.topk_ids = moe_tensor(ids, SY_DTYPE_I32, 2, T, K, 0, 0);
+    r.topk_weights = moe_tensor(weights, SY_DTYPE_F32, 2, T, K, 0, 0);
+    sy_error err = {{0}};
+    ck_assert_msg(p->ops->route(p->ctx, NULL, &r, &err) == SY_OK, "%s route: %s", p->desc->name, err.msg);
+}
+
+/* x: [T][HP] rows; `cols` H reads the unpadded slice of the same rows, HP the padded rows. */
+static sy_moe_forward_args forward_args(const moe_plugin *p, void *x, int32_t dtype, int64_t cols, int32_t *ids,
+                                        float *weights, void *out, int32_t out_dtype)
+{
+    sy_moe_forward_args f;
+    memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    f.shape = layer_shape();
+    f.prepared = p->prepared;
+    f.x = moe_tensor(x, dtype, 2, T, cols, 0, 0);
+    f.x.stride[0] = HP;
+    f.topk_ids = moe_tensor(ids, SY_DTYPE_I32, 2, T, K, 0, 0);
+    f.topk_weights = moe_tensor(weights, SY_DTYPE_F32, 2, T, K, 0, 0);
+    f.out = moe_tensor(out, out_dtype, 2, T, H, 0, 0);
+    return f;
+}
+
+static void forward(const moe_plugin *p, void *x, int32_t dtype, int64_t cols, int32_t *ids, float *weights, void *out,
+                    int32_t out_dtype)
+{
+    sy_moe_forward_args f = forward_args(p, x, dtype, cols, ids, weights, out, out_dtype);
+    sy_error err = {{0}};
+    sy_poison_bytes(out, (size_t)T * H * sy_dtype_size(out_dtype));
+    ck_assert_msg(p->ops->forward(p->ctx, NULL, &f, &err) == SY_OK, "%s forward: %s", p->desc->name, err.msg);
+}
+
+/* Tokens in [T][HP] rows with zeros in the pad, as the fused add+RMSNorm+pad writes them. */
+static float *random_tokens(sy_rng *rng)
+{
+    float *x = calloc((size_t)T * HP, sizeof(float));
+    for (int t = 0; t < T; t++)
+        sy_fill_uniform_f32(rng, x + (size_t)t * HP, H, -1, 1);
+    return x;
+}
+
+START_TEST(forward_matches_double_reference)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = layer_checkpoint(&rng);
+    sy_moe_shape shape = layer_shape();
+    float *x = random_tokens(&rng), logits[T * E], weights[T * K];
+    int32_t ids[T * K];
+    sy_fill_uniform_f32(&rng, logits, T * E, -3, 3);
+
+    float *w13 = moe_checkpoint_dequant_w13(&c), *w2 = moe_checkpoint_dequant_w2(&c);
+    double *want = malloc(sizeof(double) * T * H), *unclamped = malloc(sizeof(double) * T * H);
+    float *out[2][2];
+    moe_plugin p[2];
+    for (int l = 0; l < 2; l++) {
+        p[l] = open_moe(l, &c, &shape, NULL);
+        route(&p[l], logits, ids, weights);
+        for (int padded = 0; padded < 2; padded++) {
+            out[l][padded] = malloc(sizeof(float) * T * H);
+            forward(&p[l], x, SY_DTYPE_F32, padded ? HP : H, ids, weights, out[l][padded], SY_DTYPE_F32);
+        }
+    }
+    clamp_counts cc = {0, 0, 0, 0};
+    reference_forward(&c, w13, w2, x, HP, ids, weights, want, &cc, 1);
+    reference_forward(&c, w13, w2, x, HP, ids, weights, unclamped, NULL, 0);
+    ck_assert_msg(cc.gate_clamped > 0 && cc.up_high > 0 && cc.up_low > 0 && cc.unclamped > 0,
+                  "the clamp is not exercised: gate>7 %ld, up>7 %ld, up<-7 %ld, neither %ld", cc.gate_clamped,
+                  cc.up_high, cc.up_low, cc.unclamped);
+    /* The clamp matters: without it the result is far off, so a missing clamp cannot pass below. */
+    ck_assert_double_gt(sy_rel_l2_f32(out[0][0], unclamped, (size_t)T * H), 1e-2);
+    for (int l = 0; l < 2; l++) {
+        double rel = sy_rel_l2_f32(out[l][0], want, (size_t)T * H);
+        ck_assert_msg(rel < 1e-5, "%s: relative L2 %.3g against the double reference", plugin_names[l], rel);
+        ck_assert_msg(memcmp(out[l][0], out[l][1], sizeof(float) * T * H) == 0,
+                      "%s: padded and unpadded input give different outputs", plugin_names[l]);
+    }
+    ck_assert_msg(memcmp(out[0][0], out[1][0], sizeof(float) * T * H) == 0,
+                  "INTERLEAVE and SEPARATED outputs differ on the same checkpoint");
+    for (int l = 0; l < 2; l++) {
+        free(out[l][0]);
+        free(out[l][1]);
+        close_moe(&p[l]);
+    }
+    free(want);
+    free(unclamped);
+    free(w13);
+    free(w2);
+    free(x);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+/* bf16 activations take the f32 path on the bf16 values and round once at the end. */
+START_TEST(bf16_activations_round_once)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = layer_checkpoint(&rng);
+    sy_moe_shape shape = layer_shape();
+    float *x = random_tokens(&rng), logits[T * E], weights[T * K];
+    uint16_t *xb = malloc(sizeof(uint16_t) * T * HP), *outb = malloc(sizeof(uint16_t) * T * H);
+    int32_t ids[T * K];
+    for (int i = 0; i < T * HP; i++) {
+        xb[i] = sy_f32_to_bf16(x[i]);
+        x[i] = sy_bf16_to_f32(xb[i]);
+    }
+    sy_fill_uniform_f32(&rng, logits, T * E, -3, 3);
+    float *outf = malloc(sizeof(float) * T * H);
+    for (int l = 0; l < 2; l++) {
+        moe_plugin p = open_moe(l, &c, &shape, NULL);
+        route(&p, logits, ids, weights);
+        forward(&p, x, SY_DTYPE_F32, H, ids, weights, outf, SY_DTYPE_F32);
+        for (int padded = 0; padded < 2; padded++) {
+            forward(&p, xb, SY_DTYPE_BF16, padded ? HP : H, ids, weights, outb, SY_DTYPE_BF16);
+            for (int i = 0; i < T * H; i++)
+                ck_assert_msg(outb[i] == sy_f32_to_bf16(outf[i]),
+                              "%s: bf16 out[%d] = 0x%04x, f32 path rounds to 0x%04x", plugin_names[l], i, outb[i],
+                              sy_f32_to_bf16(outf[i]));
+        }
+        close_moe(&p);
+    }
+    free(outf);
+    free(outb);
+    free(xb);
+    free(x);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+START_TEST(route_top_k_softmax_ties_to_lower_id)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = moe_checkpoint_random(&rng, E, 256, 256, 127, 127);
+    sy_moe_shape shape = {sizeof shape, E, 256, 256, K, alpha, limit, 0};
+    moe_plugin p = open_moe(0, &c, &shape, NULL);
+    float logits[T * E], weights[T * K];
+    int32_t ids[T * K];
+    /* Few distinct values, so ties are common. */
+    for (int i = 0; i < T * E; i++)
+        logits[i] = (float)sy_rng_below(&rng, 4) * 0.75f - 1.0f;
+    sy_poison_f32(weights, T * K);
+    memset(ids, 0xFF, sizeof ids);
+    route(&p, logits, ids, weights);
+    for (int t = 0; t < T; t++) {
+        const float *l = logits + t * E;
+        /* Reference: a stable selection sort over (logit descending, id ascending). */
+        int used[E] = {0}, want[K];
+        for (int j = 0; j < K; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++)
+                if (!used[e] && (best < 0 || l[e] > l[best]))
+                    best = e;
+            used[best] = 1;
+            want[j] = best;
+        }
+        double sum = 0;
+        for (int j = 0; j < K; j++)
+            sum += exp((double)l[want[j]] - l[want[0]]);
+        for (int j = 0; j < K; j++) {
+            ck_assert_msg(ids[t * K + j] == want[j], "token %d slot %d: id %d, expected %d", t, j, ids[t * K + j],
+                          want[j]);
+            double w = exp((double)l[want[j]] - l[want[0]]) / sum;
+            ck_assert_msg(fabs(weights[t * K + j] - w) < 1e-6, "token %d slot %d: weight %g, expected %g", t, j,
+                          (double)weights[t * K + j], w);
+        }
+    }
+    close_moe(&p);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+static void expect_forward_error(const moe_plugin *p, sy_moe_forward_args *f, const char *part)
+{
+    sy_error err = {{0}};
+    sy_status st = p->ops->forward(p->ctx, NULL, f, &err);
+    ck_assert_msg(st != SY_OK, "%s: expected an error containing '%s'", p->desc->name, part);
+    ck_assert_msg(strstr(err.msg, part) != NULL, "%s: message '%s' lacks '%s'", p->desc->name, err.msg, part);
+    ck_assert_msg(strchr(err.msg, '\n') == NULL, "message is not one line: %s", err.msg);
+}
+
+START_TEST(buffer_of_the_other_layout_is_refused)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = layer_checkpoint(&rng);
+    sy_moe_shape shape = layer_shape();
+    moe_plugin inter = open_moe(0, &c, &shape, NULL), sep = open_moe(1, &c, &shape, NULL);
+    float *x = random_tokens(&rng), *out = malloc(sizeof(float) * T * H), weights[T * K];
+    int32_t ids[T * K];
+    for (int i = 0; i < T * K; i++) {
+        ids[i] = i % E;
+        weights[i] = 0.25f;
+    }
+    /* A buffer prepared for the other layout is refused, naming both. */
+    sy_moe_forward_args f = forward_args(&inter, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    f.prepared = sep.prepared;
+    expect_forward_error(&inter, &f, "prepared buffer is in the separated layout, this plugin reads interleave");
+    f = forward_args(&sep, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    f.prepared = inter.prepared;
+    expect_forward_error(&sep, &f, "in the interleave layout");
+    close_moe(&inter);
+    close_moe(&sep);
+    free(x);
+    free(out);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+START_TEST(argument_errors_name_the_argument)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = layer_checkpoint(&rng);
+    sy_moe_shape shape = layer_shape();
+    moe_plugin p = open_moe(0, &c, &shape, NULL);
+    float *x = random_tokens(&rng), *out = malloc(sizeof(float) * T * H), weights[T * K];
+    int32_t ids[T * K];
+    for (int i = 0; i < T * K; i++) {
+        ids[i] = i % E;
+        weights[i] = 0.25f;
+    }
+    sy_moe_forward_args f = forward_args(&p, x, SY_DTYPE_F32, H - 32, ids, weights, out, SY_DTYPE_F32);
+    expect_forward_error(&p, &f, "x has 704 columns, expected hidden 736 or padded hidden 768");
+    ids[7] = E;
+    f = forward_args(&p, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    expect_forward_error(&p, &f, "topk_ids[2][1] = 5 is outside 0..4");
+    ids[7] = 0;
+    f.shape.intermediate = I + 32;
+    expect_forward_error(&p, &f, "prepared buffer holds experts 5 hidden 736 intermediate 608");
+    f = forward_args(&p, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F16);
+    expect_forward_error(&p, &f, "out has dtype f16, expected f32 or bf16");
+    f = forward_args(&p, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    f.prepared = x;
+    expect_forward_error(&p, &f, "not written by an MXFP4 MoE prepare");
+    f = forward_args(&p, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    f.shape.hidden = 100;
+    expect_forward_error(&p, &f, "shape.hidden 100 must be a positive multiple of 32");
+    uint64_t bytes;
+    sy_error err = {{0}};
+    sy_moe_shape bad = layer_shape();
+    bad.top_k = E + 1;
+    ck_assert_int_eq(p.ops->prepared_bytes(&bad, &bytes, &err), SY_E_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "shape.top_k 6 is outside 1..min(num_experts 5"));
+    close_moe(&p);
+    free(x);
+    free(out);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+/* prepared_bytes is a pure function of the shape, equal for both layouts, callable before init. */
+START_TEST(prepared_bytes_is_pure)
+{
+    sy_moe_shape s = {sizeof s, 32, 2880, 2880, 4, alpha, limit, 0};
+    uint64_t b[2][2];
+    sy_error err = {{0}};
+    for (int l = 0; l < 2; l++) {
+        const sy_moe_ops *ops = sy_cpu_plugin(SY_KIND_MOE, plugin_names[l])->ops;
+        for (int r = 0; r < 2; r++)
+            ck_assert_msg(ops->prepared_bytes(&s, &b[l][r], &err) == SY_OK, "%s", err.msg);
+    }
+    ck_assert(b[0][0] == b[0][1] && b[0][0] == b[1][0] && b[1][0] == b[1][1]);
+    /* 32 experts of 2*3072 x 3072 and 3072 x 3072 four-bit weights, a scale per 32, f32 biases. */
+    uint64_t weights = 32ull * (2 * 3072 * 3072 + 3072 * 3072) / 2;
+    uint64_t scales = 32ull * (2 * 3072 * 3072 + 3072 * 3072) / 32, biases = 32ull * 4 * (2 * 3072 + 3072);
+    ck_assert_uint_ge(b[0][0], weights + scales + biases);
+    ck_assert_uint_le(b[0][0], weights + scales + biases + 7 * 256);
+}
+END_TEST
+
+START_TEST(caps_declare_layout_and_padding)
+{
+    for (int l = 0; l < 2; l++) {
+        const sy_plugin_desc *d = sy_cpu_plugin(SY_KIND_MOE, plugin_names[l]);
+        const sy_moe_caps *caps = d->caps;
+        ck_assert_uint_eq(caps->gate_up_layout, plugin_layouts[l]);
+        ck_assert_uint_eq(caps->weight_format, SY_MOE_WEIGHTS_MXFP4);
+        ck_assert_uint_eq(caps->input_alignment, 256);
+        ck_assert_uint_eq(caps->accepts_padded_input, 1);
+        ck_assert_uint_ge(caps->max_tp, 1);
+        ck_assert(caps->act_dtypes & SY_DTYPE_BIT(SY_DTYPE_F32));
+        ck_assert(caps->act_dtypes & SY_DTYPE_BIT(SY_DTYPE_BF16));
+    }
+}
+END_TEST
+
+/* With a host API, scratch comes from workspace_alloc and is all returned at fini. */
+typedef struct counting_host {
+    long live, calls;
+} counting_host;
+
+static sy_status count_alloc(void *host, size_t bytes, void **ptr, sy_error *err)
+{
+    (void)err;
+    counting_host *h = host;
+    *ptr = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    h->live++;
+    h->calls++;
+    return SY_OK;
+}
+
+static void count_free(void *host, void *ptr)
+{
+    counting_host *h = host;
+    free(ptr);
+    h->live--;
+}
+
+START_TEST(scratch_goes_through_the_host_workspace)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = layer_checkpoint(&rng);
+    sy_moe_shape shape = layer_shape();
+    counting_host counts = {0, 0};
+    sy_host_api host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.abi_major = SY_ABI_MAJOR;
+    host.abi_minor = SY_ABI_MINOR;
+    host.host = &counts;
+    host.workspace_alloc = count_alloc;
+    host.workspace_free = count_free;
+    moe_plugin p = open_moe(1, &c, &shape, &host);
+    float *x = random_tokens(&rng), *out = malloc(sizeof(float) * T * H), weights[T * K];
+    int32_t ids[T * K];
+    for (int i = 0; i < T * K; i++) {
+        ids[i] = (i * 7) % E;
+        weights[i] = 0.5f;
+    }
+    forward(&p, x, SY_DTYPE_F32, H, ids, weights, out, SY_DTYPE_F32);
+    ck_assert_int_gt(counts.calls, 0);
+    close_moe(&p);
+    ck_assert_int_eq(counts.live, 0);
+    free(x);
+    free(out);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("moe_forward");
+    TCase *tc = tcase_create("forward");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, forward_matches_double_reference);
+    tcase_add_test(tc, bf16_activations_round_once);
+    tcase_add_test(tc, route_top_k_softmax_ties_to_lower_id);
+    tcase_add_test(tc, buffer_of_the_other_layout_is_refused);
+    tcase_add_test(tc, argument_errors_name_the_argument);
+    tcase_add_test(tc, prepared_bytes_is_pure);
+    tcase_add_test(tc, caps_declare_layout_and_padding);
+    tcase_add_test(tc, scratch_goes_through_the_host_workspace);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,225 @@
+/* The prepared MXFP4 layouts against the AITER formulas, element by element. The expected buffers
+ * are built here the way the reference builds them: de-interleave and pad the checkpoint, then a
+ * torch-style view + permute + contiguous with the shapes and permutations of aiter/ops/shuffle.py
+ * as recorded in shared/reference/moe-mxfp4-norm.md - not through moe_layout.h's closed forms. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe_layout.h"
+#include "moe_checkpoint.h"
+#include "moe_mxfp4_cpu.h"
+#include "sy_test.h"
+
+/* dst = src.view(shape).permute(perm).contiguous(), on bytes. */
+static void view_permute(const uint8_t *src, int nd, const int64_t *shape, const int *perm, uint8_t *dst)
+{
+    int64_t stride[8], pshape[8], pstride[8], idx[8] = {0}, total = 1;
+    stride[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; i--)
+        stride[i] = stride[i + 1] * shape[i + 1];
+    for (int i = 0; i < nd; i++) {
+        pshape[i] = shape[perm[i]];
+        pstride[i] = stride[perm[i]];
+        total *= shape[i];
+    }
+    for (int64_t n = 0; n < total; n++) {
+        int64_t off = 0;
+        for (int i = 0; i < nd; i++)
+            off += idx[i] * pstride[i];
+        dst[n] = src[off];
+        for (int i = nd - 1; i >= 0 && ++idx[i] == pshape[i]; i--)
+            idx[i] = 0;
+    }
+}
+
+static uint8_t *prepare(const moe_checkpoint *c, uint32_t layout, uint64_t *bytes)
+{
+    sy_moe_shape shape = {sizeof shape, c->E, c->H, c->I, 2, 1.702f, 7.0f, 0};
+    sy_error err = {{0}};
+    ck_assert_msg(sy_moe_mxfp4_cpu_prepared_bytes(&shape, bytes, &err) == SY_OK, "%s", err.msg);
+    uint8_t *buf = malloc(*bytes);
+    sy_poison_bytes(buf, *bytes);
+    void *ctx = NULL;
+    ck_assert_msg(sy_moe_mxfp4_cpu_init(NULL, layout, &ctx, &err) == SY_OK, "%s", err.msg);
+    sy_moe_prepare_args a = moe_checkpoint_prepare_args(c, &shape, buf);
+    ck_assert_msg(sy_moe_mxfp4_cpu_prepare(ctx, NULL, &a, &err) == SY_OK, "%s", err.msg);
+    sy_moe_mxfp4_cpu_fini(ctx);
+    return buf;
+}
+
+/* Padded copy of one byte matrix [E][rows][cols] -> [E][rows_p][cols_p], filled with `pad`; with
+ * `interleaved`, rows are de-interleaved on the way (row g*rows_p/2 + i <- row 2i + g). */
+static uint8_t *deinterleave_pad(const uint8_t *src, uint32_t E, uint32_t rows, uint32_t cols, uint32_t rows_p,
+                                 uint32_t cols_p, int interleaved, uint8_t pad)
+{
+    uint8_t *dst = malloc((size_t)E * rows_p * cols_p);
+    memset(dst, pad, (size_t)E * rows_p * cols_p);
+    for (uint32_t e = 0; e < E; e++)
+        for (uint32_t r = 0; r < rows; r++) {
+            uint32_t to = interleaved ? (r % 2) * (rows_p / 2) + r / 2 : r;
+            memcpy(dst + ((size_t)e * rows_p + to) * cols_p, src + ((size_t)e * rows + r) * cols, cols);
+        }
+    return dst;
+}
+
+static void expect_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what, uint32_t layout)
+{
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            ck_abort_msg("layout %u, %s: byte %zu is 0x%02x, the reference formula gives 0x%02x", layout, what, i,
+                         got[i], want[i]);
+}
+
+static void check_against_reference(const moe_checkpoint *c, uint32_t layout)
+{
+    uint64_t bytes;
+    uint8_t *buf = prepare(c, layout, &bytes);
+    sy_moe_dims d = sy_moe_dims_of(c->E, c->H, c->I);
+    sy_moe_sections sec = sy_moe_sections_of(&d);
+    const int64_t E = c->E, Hp = c->Hp, Ip = c->Ip, kb13 = Hp / 2, kb2 = Ip / 2, ks13 = Hp / 32, ks2 = Ip / 32;
+
+    uint8_t *w13 = deinterleave_pad(c->w13_blocks, c->E, 2 * c->I, c->H / 2, 2 * c->Ip, (uint32_t)kb13, 1, 0);
+    uint8_t *s13 = deinterleave_pad(c->w13_scales, c->E, 2 * c->I, c->H / 32, 2 * c->Ip, (uint32_t)ks13, 1, 0x7F);
+    uint8_t *w2 = deinterleave_pad(c->w2_blocks, c->E, c->H, c->I / 2, c->Hp, (uint32_t)kb2, 0, 0);
+    uint8_t *s2 = deinterleave_pad(c->w2_scales, c->E, c->H, c->I / 32, c->Hp, (uint32_t)ks2, 0, 0x7F);
+    uint8_t *want = malloc(sec.total);
+
+    if (layout == SY_MOE_GATE_UP_SEPARATED) {
+        /* shuffle_weight(x, (16,16)): view(-1, N/16, 16, Kb/32, 2, 16).permute(0,1,3,4,2,5) */
+        const int pw[6] = {0, 1, 3, 4, 2, 5};
+        int64_t v13[6] = {E, 2 * Ip / 16, 16, kb13 / 32, 2, 16}, v2[6] = {E, Hp / 16, 16, kb2 / 32, 2, 16};
+        view_permute(w13, 6, v13, pw, want);
+        expect_bytes(buf + sec.w13_blocks, want, (size_t)E * 2 * Ip * kb13, "w13 blocks", layout);
+        view_permute(w2, 6, v2, pw, want);
+        expect_bytes(buf + sec.w2_blocks, want, (size_t)E * Hp * kb2, "w2 blocks", layout);
+        /* e8m0_shuffle on the 2-D [E*N, K/32]: view(sm/32, 2, 16, sn/8, 2, 4).permute(0,3,5,2,4,1) */
+        const int ps[6] = {0, 3, 5, 2, 4, 1};
+        int64_t u13[6] = {E * 2 * Ip / 32, 2, 16, ks13 / 8, 2, 4}, u2[6] = {E * Hp / 32, 2, 16, ks2 / 8, 2, 4};
+        view_permute(s13, 6, u13, ps, want);
+        expect_bytes(buf + sec.w13_scales, want, (size_t)E * 2 * Ip * ks13, "w13 scales", layout);
+        view_permute(s2, 6, u2, ps, want);
+        expect_bytes(buf + sec.w2_scales, want, (size_t)E * Hp * ks2, "w2 scales", layout);
+    } else {
+        /* shuffle_weight_a16w4(w, 16, gate_up=True): view(E,2,N0,16,K0,4,16).permute(0,2,1,4,5,3,6) */
+        const int p13[7] = {0, 2, 1, 4, 5, 3, 6}, p2[6] = {0, 1, 3, 4, 2, 5};
+        int64_t v13[7] = {E, 2, Ip / 16, 16, kb13 / 64, 4, 16}, v2[6] = {E, Hp / 16, 16, kb2 / 64, 4, 16};
+        view_permute(w13, 7, v13, p13, want);
+        expect_bytes(buf + sec.w13_blocks, want, (size_t)E * 2 * Ip * kb13, "w13 blocks", layout);
+        /* gate_up=False: view(E,N0,16,K0,4,16).permute(0,1,3,4,2,5) */
+        view_permute(w2, 6, v2, p2, want);
+        expect_bytes(buf + sec.w2_blocks, want, (size_t)E * Hp * kb2, "w2 blocks", layout);
+        /* shuffle_scale_a16w4: gate_up=True view(E,2,N1,16,K1,2,4).permute(0,2,4,6,3,5,1), N1 = n/32 */
+        const int q13[7] = {0, 2, 4, 6, 3, 5, 1}, q2[7] = {0, 1, 4, 6, 3, 5, 2};
+        int64_t u13[7] = {E, 2, 2 * Ip / 32, 16, ks13 / 8, 2, 4}, u2[7] = {E, Hp / 32, 2, 16, ks2 / 8, 2, 4};
+        view_permute(s13, 7, u13, q13, want);
+        expect_bytes(buf + sec.w13_scales, want, (size_t)E * 2 * Ip * ks13, "w13 scales", layout);
+        /* gate_up=False view(E,N1,2,16,K1,2,4).permute(0,1,4,6,3,5,2) */
+        view_permute(s2, 7, u2, q2, want);
+        expect_bytes(buf + sec.w2_scales, want, (size_t)E * Hp * ks2, "w2 scales", layout);
+    }
+
+    /* Biases: de-interleaved, zero-padded, f32, the same for both layouts. */
+    const float *b13 = (const float *)(buf + sec.w13_bias), *b2 = (const float *)(buf + sec.w2_bias);
+    for (int64_t e = 0; e < E; e++) {
+        for (int64_t g = 0; g < 2; g++)
+            for (int64_t i = 0; i < Ip; i++) {
+                float w = i < c->I ? c->w13_bias[(e * c->I + i) * 2 + g] : 0.0f;
+                ck_assert_msg(b13[(e * 2 + g) * Ip + i] == w, "layout %u: b13[%lld][%lld][%lld]", layout, (long long)e,
+                              (long long)g, (long long)i);
+            }
+        for (int64_t n = 0; n < Hp; n++)
+            ck_assert(b2[e * Hp + n] == (n < c->H ? c->w2_bias[e * c->H + n] : 0.0f));
+    }
+    sy_moe_prepared_header h;
+    memcpy(&h, buf, sizeof h);
+    ck_assert_uint_eq(h.magic, SY_MOE_PREPARED_MAGIC);
+    ck_assert_uint_eq(h.gate_up_layout, layout);
+    ck_assert_uint_eq(h.hidden_padded, c->Hp);
+    ck_assert_uint_eq(h.intermediate_padded, c->Ip);
+    free(want);
+    free(w13);
+    free(s13);
+    free(w2);
+    free(s2);
+    free(buf);
+}
+
+/* Several experts, K a multiple of 256 but not of 512 after padding (736 -> 768, 1056 -> 1280), row
+ * counts that are not powers of two; and a shape that needs no hidden padding. */
+static const uint32_t shapes[][3] = {{3, 736, 1056}, {2, 256, 288}};
+
+START_TEST(shuffles_match_reference_formulas)
+{
+    sy_rng rng = {sy_test_seed()};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        moe_checkpoint c = moe_checkpoint_random(&rng, shapes[s][0], shapes[s][1], shapes[s][2], 0, 255);
+        check_against_reference(&c, SY_MOE_GATE_UP_SEPARATED);
+        check_against_reference(&c, SY_MOE_GATE_UP_INTERLEAVE);
+        moe_checkpoint_free(&c);
+    }
+}
+END_TEST
+
+START_TEST(unprepare_inverts_prepare)
+{
+    sy_rng rng = {sy_test_seed()};
+    const uint32_t layouts[2] = {SY_MOE_GATE_UP_INTERLEAVE, SY_MOE_GATE_UP_SEPARATED};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        moe_checkpoint c = moe_checkpoint_random(&rng, shapes[s][0], shapes[s][1], shapes[s][2], 0, 255);
+        size_t n13 = (size_t)c.E * 2 * c.I * (c.H / 32), n2 = (size_t)c.E * c.H * (c.I / 32);
+        for (int l = 0; l < 2; l++) {
+            uint64_t bytes;
+            uint8_t *buf = prepare(&c, layouts[l], &bytes);
+            moe_checkpoint back = moe_checkpoint_random(&rng, c.E, c.H, c.I, 0, 255); /* storage, overwritten */
+            sy_error err = {{0}};
+            ck_assert_msg(sy_moe_mxfp4_cpu_unprepare(buf, back.w13_blocks, back.w13_scales, back.w13_bias,
+                                                     back.w2_blocks, back.w2_scales, back.w2_bias, &err) == SY_OK,
+                          "%s", err.msg);
+            ck_assert(memcmp(back.w13_blocks, c.w13_blocks, n13 * 16) == 0);
+            ck_assert(memcmp(back.w13_scales, c.w13_scales, n13) == 0);
+            ck_assert(memcmp(back.w2_blocks, c.w2_blocks, n2 * 16) == 0);
+            ck_assert(memcmp(back.w2_scales, c.w2_scales, n2) == 0);
+            ck_assert(memcmp(back.w13_bias, c.w13_bias, sizeof(float) * c.E * 2 * c.I) == 0);
+            ck_assert(memcmp(back.w2_bias, c.w2_bias, sizeof(float) * c.E * c.H) == 0);
+            moe_checkpoint_free(&back);
+            free(buf);
+        }
+        moe_checkpoint_free(&c);
+    }
+}
+END_TEST
+
+/* The closed-form row maps are inverse bijections onto [0, 2Ip), and GUGU really alternates. */
+START_TEST(w13_row_maps_are_inverse)
+{
+    const uint32_t Ip = 768;
+    uint8_t *seen = calloc(2 * Ip, 1);
+    for (uint32_t r = 0; r < 2 * Ip; r++) {
+        uint32_t q = sy_moe_w13_tile_row(SY_MOE_GATE_UP_INTERLEAVE, r, Ip);
+        ck_assert_uint_lt(q, 2 * Ip);
+        ck_assert_uint_eq(seen[q]++, 0);
+        ck_assert_uint_eq(sy_moe_w13_row_of_tile_row(SY_MOE_GATE_UP_INTERLEAVE, q, Ip), r);
+        ck_assert_uint_eq((q / 16) % 2, r / Ip); /* tile 2n is gate, 2n+1 up */
+        ck_assert_uint_eq(sy_moe_w13_tile_row(SY_MOE_GATE_UP_SEPARATED, r, Ip), r);
+    }
+    free(seen);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("moe_layout");
+    TCase *tc = tcase_create("layout");
+    tcase_add_test(tc, shuffles_match_reference_formulas);
+    tcase_add_test(tc, unprepare_inverts_prepare);
+    tcase_add_test(tc, w13_row_maps_are_inverse);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
