@@ -1,16 +1,63 @@
 # Helpers shared by every folder of the build.
 
-# sy_add_plugin(NAME SOURCES...): a dlopen'd plugin module libsy_NAME.so in the plugins folder.
-# Only sy_plugin_entry is exported.
+# sy_add_plugin(NAME SOURCES... [GPU_SOURCES srcs...] [TEST_FIXTURE]): a dlopen'd plugin module
+# libsy_NAME.so in the plugins folder, built from SOURCES for the cpu backend. Only sy_plugin_entry
+# is exported.
+#
+# GPU plugins: when the plugin's folder has gpu.cu, the same plugin.c is also built into
+# libsy_NAME_cuda.so (SY_WITH_CUDA) and libsy_NAME_hip.so (SY_WITH_HIP), together with gpu.cu and
+# the GPU_SOURCES (.cu for the toolkit's compiler, .c for the C compiler), each compiled once per
+# toolkit through backends/gpu/vendor.h. plugin.c sees SY_PLUGIN_BACKEND_CUDA or
+# SY_PLUGIN_BACKEND_HIP (and SY_PLUGIN_BACKEND_GPU for either); every variant, the cpu one
+# included, sees SY_PLUGIN_BACKEND_NAME ("cpu", "cuda", "hip") for the descriptor's backend field.
+# The other SOURCES (cpu.c, ...) go into the cpu library only. backends/gpu/README.md has the rules
+# kernels follow (no warp width of 32 assumed, the project's own numeric conversions).
+#
+# TEST_FIXTURE: a plugin that exists only for tests: built into tests/plugins of the build tree,
+# where no search path finds it by default, and never installed.
 function(sy_add_plugin name)
-  add_library(sy_${name} MODULE ${ARGN})
+  cmake_parse_arguments(P "TEST_FIXTURE" "" "GPU_SOURCES" ${ARGN})
+  if(P_TEST_FIXTURE)
+    set(output_dir ${CMAKE_BINARY_DIR}/tests/plugins)
+  else()
+    set(output_dir ${SY_PLUGIN_OUTPUT_DIR})
+  endif()
+  add_library(sy_${name} MODULE ${P_UNPARSED_ARGUMENTS})
   target_include_directories(sy_${name} PRIVATE ${CMAKE_SOURCE_DIR}/engine/include ${CMAKE_SOURCE_DIR}/plugins/common)
+  target_compile_definitions(sy_${name} PRIVATE SY_PLUGIN_BACKEND_NAME="cpu")
   set_target_properties(sy_${name} PROPERTIES
     PREFIX "lib"
     C_VISIBILITY_PRESET hidden
-    LIBRARY_OUTPUT_DIRECTORY ${SY_PLUGIN_OUTPUT_DIR})
+    LIBRARY_OUTPUT_DIRECTORY ${output_dir})
   target_link_libraries(sy_${name} PRIVATE m)
-  install(TARGETS sy_${name} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
+  if(NOT P_TEST_FIXTURE)
+    install(TARGETS sy_${name} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
+  endif()
+
+  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gpu.cu)
+    if(P_GPU_SOURCES)
+      message(FATAL_ERROR "sy_add_plugin(${name}): GPU_SOURCES given but ${CMAKE_CURRENT_SOURCE_DIR} has no gpu.cu")
+    endif()
+    return()
+  endif()
+  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/plugin.c)
+    message(FATAL_ERROR "sy_add_plugin(${name}): ${CMAKE_CURRENT_SOURCE_DIR} has gpu.cu but no plugin.c; "
+                        "the GPU libraries are built from plugin.c + gpu.cu")
+  endif()
+  foreach(vendor cuda hip)
+    string(TOUPPER ${vendor} VENDOR)
+    if(NOT SY_WITH_${VENDOR})
+      continue()
+    endif()
+    set(gpu_target sy_${name}_${vendor})
+    sy_add_gpu_module(${gpu_target} ${vendor} plugin.c gpu.cu ${P_GPU_SOURCES})
+    target_compile_definitions(${gpu_target} PRIVATE SY_PLUGIN_BACKEND_${VENDOR} SY_PLUGIN_BACKEND_GPU
+                               SY_PLUGIN_BACKEND_NAME="${vendor}")
+    set_target_properties(${gpu_target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${output_dir})
+    if(NOT P_TEST_FIXTURE)
+      install(TARGETS ${gpu_target} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
+    endif()
+  endforeach()
 endfunction()
 
 # sy_add_test(NAME SOURCES... [LIBS libs...]): a Check suite run by ctest.

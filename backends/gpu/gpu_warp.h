@@ -1,0 +1,36 @@
+/* Warp- and block-level reductions for kernels, written for any warp width (32 on NVIDIA, 64 on
+ * CDNA): loop bounds come from SY_WARP_SIZE, lane and warp indices from it too. .cu sources only. */
+#ifndef SY_GPU_WARP_H
+#define SY_GPU_WARP_H
+
+#include "vendor.h"
+
+#if !defined(__CUDACC__) && !defined(__HIPCC__)
+#error "gpu_warp.h holds device code: include it from .cu sources only"
+#endif
+
+/* Butterfly sum: every lane ends with the sum over the warp. */
+__device__ __forceinline__ float sy_warp_sum(float value)
+{
+    for (int lane_mask = SY_WARP_SIZE / 2; lane_mask > 0; lane_mask /= 2)
+        value += sy_shfl_xor(value, lane_mask);
+    return value;
+}
+
+/* Sum over the block; every thread gets the result. blockDim.x must be a multiple of SY_WARP_SIZE
+ * and every thread of the block must call it (it has barriers). `scratch` holds one float per warp. */
+__device__ __forceinline__ float sy_block_sum(float value, float *scratch)
+{
+    const int lane = (int)threadIdx.x % SY_WARP_SIZE;
+    const int warp = (int)threadIdx.x / SY_WARP_SIZE;
+    const int warps = (int)blockDim.x / SY_WARP_SIZE;
+    value = sy_warp_sum(value);
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = value;
+    __syncthreads();
+    value = lane < warps ? scratch[lane] : 0.0f;
+    return sy_warp_sum(value);
+}
+
+#endif
