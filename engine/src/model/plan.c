@@ -1,0 +1,69 @@
+#include "model/plan.h"
+
+#include <string.h>
+
+#include "model/presets.h"
+#include "util/strbuf.h"
+
+static uint32_t u32(const sy_config *c, const char *key)
+{
+    return (uint32_t)sy_config_int(c, key);
+}
+
+sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, sy_plan *p, sy_error *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!sy_composition_ok(comp))
+        return sy_fail(err, SY_E_INVALID, "the configuration does not compose (see the diagnostics above)");
+    const sy_compose_decisions *d = sy_composition_decisions(comp);
+    if (strcmp(sy_config_str(cfg, "model.weights"), "synthetic") != 0)
+        return sy_fail(err, SY_E_UNSUPPORTED,
+                       "model.weights: loading a checkpoint (%s) is not available in this version; use synthetic",
+                       sy_config_str(cfg, "model.weights"));
+    if (d->act_dtype != SY_DTYPE_F32)
+        return sy_fail(err, SY_E_UNSUPPORTED,
+                       "model.dtype: the engine keeps activations in f32 between ops; %s activations are not "
+                       "available in this version",
+                       sy_dtype_name(d->act_dtype));
+    sy_model_dims_from_config(cfg, &p->dims);
+    p->weight_seed = (uint64_t)sy_config_int(cfg, "model.seed");
+    p->backend = sy_composition_backend(comp);
+    p->device = (int32_t)sy_config_int(cfg, "device");
+    for (size_t i = 0; i < SY_COMPOSE_SLOTS; i++) {
+        int32_t kind = sy_compose_slot_kind(i);
+        p->slot[kind] = sy_composition_plugin(comp, kind);
+    }
+    p->layout = d->layout;
+    p->kv_dtype = d->kv_dtype;
+    p->page_size = d->page_size;
+    p->k_scale = d->k_scale;
+    p->v_scale = d->v_scale;
+    p->fuse_rope_kv = d->fused_rope_kv;
+    p->pad_multiple = d->pad_multiple;
+    p->attn_num_splits = (int32_t)sy_config_int(cfg, "attention.num_splits");
+    p->batch = u32(cfg, "workload.batch");
+    p->input_len = u32(cfg, "workload.input_len");
+    p->output_len = u32(cfg, "workload.output_len");
+    p->prefill_chunk = u32(cfg, "workload.prefill_chunk");
+    p->warmup = u32(cfg, "workload.warmup");
+    p->repeat = u32(cfg, "workload.repeat");
+    p->token_seed = (uint64_t)sy_config_int(cfg, "workload.seed");
+    p->per_op_timing = sy_config_bool(cfg, "report.per_op");
+    p->pool_tokens = u32(cfg, "kv_cache.pool_tokens");
+    uint64_t budget = (uint64_t)sy_config_int(cfg, "kv_cache.memory_budget_mib") << 20;
+    if (budget && !p->pool_tokens) {
+        /* The budget covers the full-attention layers' K and V; the sliding pool is sized by the window. */
+        uint64_t full_layers = 0;
+        for (uint32_t l = 0; l < p->dims.layers; l++)
+            full_layers += !sy_layer_is_sliding(&p->dims, l);
+        uint64_t per_token = 2ull * p->dims.kv_heads * p->dims.head_dim * sy_dtype_size(p->kv_dtype) *
+                             (full_layers ? full_layers : 1);
+        uint64_t tokens = budget / per_token;
+        if (tokens < p->page_size)
+            return sy_fail(err, SY_E_INVALID,
+                           "kv_cache.memory_budget_mib: %llu MiB holds %llu tokens, less than one page of %u",
+                           (unsigned long long)(budget >> 20), (unsigned long long)tokens, p->page_size);
+        p->pool_tokens = tokens > 0x7FFFFFFFull ? 0x7FFFFFFFu : (uint32_t)tokens;
+    }
+    return SY_OK;
+}

@@ -1,0 +1,18 @@
+/* A plain-C reference of the gpt-oss decoder in double precision: dense causal attention over
+ * explicit K/V per sequence, experts dequantized from the checkpoint's MXFP4 blocks. Written from
+ * the contracts in DESIGN.md, independently of the plugins it checks. */
+#ifndef SY_REF_FORWARD_H
+#define SY_REF_FORWARD_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+
+typedef struct sy_ref_model sy_ref_model;
+
+sy_ref_model *sy_ref_create(const sy_model_dims *d, uint64_t seed);
+void sy_ref_destroy(sy_ref_model *m);
+/* Logits (vocab doubles per position) for every position of one sequence of n tokens. */
+void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, double *logits);
+
+#endif
