@@ -5,6 +5,12 @@
 #include "cli.h"
 #include "util/json.h"
 
+/* version and description are free text a library may leave NULL; printf must never see NULL. */
+static const char *text_or_dash(const char *s)
+{
+    return s && *s ? s : "-";
+}
+
 static void print_text(const sy_registry *reg)
 {
     size_t n = sy_registry_count(reg);
@@ -19,10 +25,10 @@ static void print_text(const sy_registry *reg)
             continue;
         any = 1;
         if (e->probe_score > 0)
-            printf("  %-8s %-8s usable (score %d)  %s\n    file: %s\n", e->backend->name, e->backend->version,
-                   e->probe_score, e->backend->description, e->file);
+            printf("  %-8s %-8s usable (score %d)  %s\n    file: %s\n", e->backend->name,
+                   text_or_dash(e->backend->version), e->probe_score, text_or_dash(e->backend->description), e->file);
         else
-            printf("  %-8s %-8s unusable here: %s\n    file: %s\n", e->backend->name, e->backend->version,
+            printf("  %-8s %-8s unusable here: %s\n    file: %s\n", e->backend->name, text_or_dash(e->backend->version),
                    e->probe_reason, e->file);
     }
     if (!any)
@@ -37,7 +43,7 @@ static void print_text(const sy_registry *reg)
         any = 1;
         sy_caps_summary(e->plugin, caps, sizeof caps);
         printf("  %-10s %-24s %-5s %-8s loaded\n    caps: %s\n    file: %s\n", sy_kind_name((int32_t)e->plugin->kind),
-               e->plugin->name, e->plugin->backend, e->plugin->version, caps, e->file);
+               e->plugin->name, e->plugin->backend, text_or_dash(e->plugin->version), caps, e->file);
     }
     if (!any)
         printf("  (none)\n");

@@ -33,6 +33,21 @@ static void flag(sy_str *s, uint32_t mask, uint32_t bit, const char *name)
         sy_str_appendf(s, " %s", name);
 }
 
+/* " label=a,b" for the set bits of mask, " label=none" when none is set. */
+static void bit_list(sy_str *s, const char *label, uint32_t mask, const uint32_t *bits, const char *const *names,
+                     size_t n)
+{
+    sy_str_appendf(s, " %s=", label);
+    int first = 1;
+    for (size_t i = 0; i < n; i++)
+        if (mask & bits[i]) {
+            sy_str_appendf(s, "%s%s", first ? "" : ",", names[i]);
+            first = 0;
+        }
+    if (first)
+        sy_str_appendf(s, "none");
+}
+
 void sy_caps_summary(const sy_plugin_desc *d, char *buf, size_t len)
 {
     sy_str s = {0};
@@ -74,18 +89,20 @@ void sy_caps_summary(const sy_plugin_desc *d, char *buf, size_t len)
     }
     case SY_KIND_NORM: {
         const sy_norm_caps *c = d->caps;
-        sy_str_appendf(&s, "features=");
-        flag(&s, c->features, SY_NORM_RMSNORM, "rmsnorm");
-        flag(&s, c->features, SY_NORM_FUSED_ADD, "fused_add");
-        flag(&s, c->features, SY_NORM_PAD_TO_MULTIPLE, "pad");
+        static const uint32_t bits[] = {SY_NORM_RMSNORM, SY_NORM_FUSED_ADD, SY_NORM_PAD_TO_MULTIPLE};
+        static const char *const names[] = {"rmsnorm", "fused_add", "pad"};
+        bit_list(&s, "features", c->features, bits, names, 3);
         dtype_list(&s, "dtypes", c->dtypes);
         break;
     }
     case SY_KIND_ROPE: {
         const sy_rope_caps *c = d->caps;
-        sy_str_appendf(&s, "style=%s scaling=%s%s", (c->styles & SY_ROPE_STYLE_NEOX) ? "neox" : "",
-                       (c->scalings & SY_ROPE_SCALING_NONE) ? "none," : "",
-                       (c->scalings & SY_ROPE_SCALING_YARN) ? "yarn" : "");
+        static const uint32_t style_bits[] = {SY_ROPE_STYLE_NEOX, SY_ROPE_STYLE_GPTJ};
+        static const char *const style_names[] = {"neox", "gptj"};
+        static const uint32_t scaling_bits[] = {SY_ROPE_SCALING_NONE, SY_ROPE_SCALING_YARN};
+        static const char *const scaling_names[] = {"none", "yarn"};
+        bit_list(&s, "style", c->styles, style_bits, style_names, 2);
+        bit_list(&s, "scaling", c->scalings, scaling_bits, scaling_names, 2);
         layout_list(&s, "fused_kv", c->fused_kv_layouts, c->n_fused_kv_layouts);
         break;
     }

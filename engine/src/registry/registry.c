@@ -80,26 +80,39 @@ static int already_scanned(const sy_registry *reg, const char *real)
     return 0;
 }
 
-/* Group- or other-writable files or folders let another user inject code into the process. */
-static int insecure(const char *path, char *why, size_t len)
+static int writable_by_others(const char *path, const char *what, char *why, size_t len)
 {
     struct stat st;
-    char copy[PATH_MAX];
     if (stat(path, &st) != 0) {
-        snprintf(why, len, "cannot stat: %s", strerror(errno));
+        snprintf(why, len, "cannot stat %s: %s", path, strerror(errno));
         return 1;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, len, "file is writable by %s (mode %04o); fix with chmod go-w, or pass --allow-insecure-plugins",
-                 (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
+        snprintf(why, len, "%s is writable by %s (mode %04o); fix with chmod go-w, or pass --allow-insecure-plugins",
+                 what, (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
         return 1;
     }
-    snprintf(copy, sizeof copy, "%s", path);
-    const char *dir = dirname(copy);
-    if (stat(dir, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-        snprintf(why, len, "folder %s is writable by %s (mode %04o); fix with chmod go-w, or pass --allow-insecure-plugins",
-                 dir, (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+/* Group- or other-writable files or folders let another user inject code into the process. The
+ * folder that was searched counts as well as the one the file really lives in: a writable search
+ * folder lets anyone add a library, or a symlink to one kept elsewhere. A sticky bit is no
+ * excuse, since it stops others from replacing files, not from adding them. */
+static int insecure(const char *real, const char *search_dir, char *why, size_t len)
+{
+    char copy[PATH_MAX], what[PATH_MAX + 16];
+    if (writable_by_others(real, "file", why, len))
         return 1;
+    snprintf(copy, sizeof copy, "%s", real);
+    const char *dir = dirname(copy);
+    snprintf(what, sizeof what, "folder %s", dir);
+    if (writable_by_others(dir, what, why, len))
+        return 1;
+    if (strcmp(search_dir, dir) != 0) {
+        snprintf(what, sizeof what, "folder %s", search_dir);
+        if (writable_by_others(search_dir, what, why, len))
+            return 1;
     }
     return 0;
 }
@@ -183,7 +196,7 @@ static void load_plugins(sy_registry *reg, size_t first_index, sy_plugin_entry_f
     free(file);
 }
 
-static void scan_file(sy_registry *reg, const char *path, int allow_insecure)
+static void scan_file(sy_registry *reg, const char *path, const char *search_dir, int allow_insecure)
 {
     char real[PATH_MAX];
     char why[512];
@@ -193,7 +206,7 @@ static void scan_file(sy_registry *reg, const char *path, int allow_insecure)
         return;
     size_t index = reg->n;
     entry_impl *e = add_entry(reg, real);
-    if (!allow_insecure && insecure(real, why, sizeof why)) {
+    if (!allow_insecure && insecure(real, search_dir, why, sizeof why)) {
         reject(e, SY_STAGE_PERMISSIONS, "%s", why);
         return;
     }
@@ -208,12 +221,16 @@ static void scan_file(sy_registry *reg, const char *path, int allow_insecure)
     e->owns_handle = 1;
     dlerror();
     void *plugin_sym = dlsym(h, SY_PLUGIN_ENTRY_SYMBOL);
-    const char *plugin_err = dlerror();
+    /* Copied: the next dlsym/dlerror pair frees the string dlerror returned. */
+    const char *msg = dlerror();
+    char plugin_err[512] = "";
+    if (msg)
+        snprintf(plugin_err, sizeof plugin_err, "%s", msg);
     void *backend_sym = dlsym(h, SY_BACKEND_ENTRY_SYMBOL);
     const char *backend_err = dlerror();
     if (!plugin_sym && !backend_sym) {
         reject(e, SY_STAGE_SYMBOL, "exports neither %s nor %s: %s", SY_PLUGIN_ENTRY_SYMBOL, SY_BACKEND_ENTRY_SYMBOL,
-               plugin_err ? plugin_err : (backend_err ? backend_err : "symbol is NULL"));
+               plugin_err[0] ? plugin_err : (backend_err ? backend_err : "symbol is NULL"));
         return;
     }
     if (plugin_sym && backend_sym) {
@@ -264,11 +281,12 @@ static void scan_dir(sy_registry *reg, const char *dir, int allow_insecure)
     }
     closedir(d);
     /* Sorted so that which of two duplicates wins never depends on the file system's order. */
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1) /* an empty folder leaves names NULL, which qsort must not be given */
+        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
-            scan_file(reg, names[i], allow_insecure);
+            scan_file(reg, names[i], dir, allow_insecure);
         free(names[i]);
     }
     free(names);
