@@ -33,6 +33,6 @@ print('  printf("/* Generated once by tools/gen_abi_layout.py: pins every v1 mem
 print('  printf("#ifndef SWITCHYARD_ABI_V1_LAYOUT_H\\n#define SWITCHYARD_ABI_V1_LAYOUT_H\\n");')
 for name, members in structs:
     for mem in members:
-        print(f'  printf("_Static_assert(offsetof({name}, {mem}) == %zu, \\"{name} v1 layout\\");\\n", offsetof({name}, {mem}));')
-    print(f'  printf("_Static_assert(sizeof({name}) >= %zu, \\"{name} v1 layout\\");\\n", sizeof({name}));')
+        print(f'  printf("SY_STATIC_ASSERT(offsetof({name}, {mem}) == %zu, \\"{name} v1 layout\\");\\n", offsetof({name}, {mem}));')
+    print(f'  printf("SY_STATIC_ASSERT(sizeof({name}) >= %zu, \\"{name} v1 layout\\");\\n", sizeof({name}));')
 print('  printf("#endif\\n");\n  return 0;\n}')

@@ -17,6 +17,13 @@
 #define SY_HAS_MEMBER(struct_size, type, member) \
     ((size_t)(struct_size) >= offsetof(type, member) + sizeof(((type *)0)->member))
 
+/* C11 _Static_assert, or static_assert when a C++ compiler (nvcc, hipcc) includes the headers. */
+#ifdef __cplusplus
+#define SY_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define SY_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* Symbol visibility for the entry points of plugin and backend libraries. */
 #if defined(__GNUC__) || defined(__clang__)
 #define SY_EXPORT __attribute__((visibility("default")))

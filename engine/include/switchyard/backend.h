@@ -33,15 +33,15 @@ typedef struct sy_device_info {
     uint64_t l2_bytes;        /* 0 when unknown */
 } sy_device_info;
 
-_Static_assert(offsetof(sy_device_info, struct_size) == 0, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, name) == 4, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, total_memory) == 136, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, free_memory) == 144, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, multiprocessors) == 152, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, warp_size) == 156, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, cc_major) == 160, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, cc_minor) == 164, "sy_device_info v1 layout");
-_Static_assert(offsetof(sy_device_info, l2_bytes) == 168, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, struct_size) == 0, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, name) == 4, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, total_memory) == 136, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, free_memory) == 144, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, multiprocessors) == 152, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, warp_size) == 156, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, cc_major) == 160, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, cc_minor) == 164, "sy_device_info v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_device_info, l2_bytes) == 168, "sy_device_info v1 layout");
 
 typedef enum sy_memcpy_kind {
     SY_MEMCPY_H2D = 1,
@@ -90,29 +90,29 @@ typedef struct sy_backend_desc {
     sy_status (*event_elapsed_ms)(void *ctx, sy_event start, sy_event end, float *ms, sy_error *err);
 } sy_backend_desc;
 
-_Static_assert(offsetof(sy_backend_desc, abi_major) == 0, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, abi_minor) == 4, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, struct_size) == 8, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, name) == 16, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, version) == 24, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, description) == 32, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, probe) == 40, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, init) == 48, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, fini) == 56, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, device_info) == 64, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, alloc) == 72, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, free) == 80, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, memcpy_async) == 88, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, memset_async) == 96, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, stream_create) == 104, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, stream_destroy) == 112, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, stream_sync) == 120, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, event_create) == 128, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, event_destroy) == 136, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, event_record) == 144, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, event_sync) == 152, "sy_backend_desc v1 layout");
-_Static_assert(offsetof(sy_backend_desc, event_elapsed_ms) == 160, "sy_backend_desc v1 layout");
-_Static_assert(sizeof(sy_backend_desc) == 168, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, abi_major) == 0, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, abi_minor) == 4, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, struct_size) == 8, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, name) == 16, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, version) == 24, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, description) == 32, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, probe) == 40, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, init) == 48, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, fini) == 56, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, device_info) == 64, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, alloc) == 72, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, free) == 80, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, memcpy_async) == 88, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, memset_async) == 96, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, stream_create) == 104, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, stream_destroy) == 112, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, stream_sync) == 120, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_create) == 128, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_destroy) == 136, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_record) == 144, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_sync) == 152, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_elapsed_ms) == 160, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(sizeof(sy_backend_desc) == 168, "sy_backend_desc v1 layout");
 
 typedef const sy_backend_desc *(*sy_backend_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
 #define SY_BACKEND_ENTRY_SYMBOL "sy_backend_entry"

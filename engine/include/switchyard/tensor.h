@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,12 +43,12 @@ typedef struct sy_tensor {
     int64_t stride[SY_MAX_DIMS];
 } sy_tensor;
 
-_Static_assert(offsetof(sy_tensor, data) == 0, "sy_tensor v1 layout");
-_Static_assert(offsetof(sy_tensor, dtype) == 8, "sy_tensor v1 layout");
-_Static_assert(offsetof(sy_tensor, ndim) == 12, "sy_tensor v1 layout");
-_Static_assert(offsetof(sy_tensor, shape) == 16, "sy_tensor v1 layout");
-_Static_assert(offsetof(sy_tensor, stride) == 64, "sy_tensor v1 layout");
-_Static_assert(sizeof(sy_tensor) == 112, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_tensor, data) == 0, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_tensor, dtype) == 8, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_tensor, ndim) == 12, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_tensor, shape) == 16, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_tensor, stride) == 64, "sy_tensor v1 layout");
+SY_STATIC_ASSERT(sizeof(sy_tensor) == 112, "sy_tensor v1 layout");
 
 /* Bytes of one element; 0 for SY_DTYPE_INVALID or an unknown value. */
 static inline size_t sy_dtype_size(int32_t dt)

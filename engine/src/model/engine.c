@@ -343,12 +343,12 @@ static sy_status alloc_pools(sy_engine *e, sy_error *err)
     e->full_pages = p->pool_tokens ? (p->pool_tokens + P - 1) / P + 1 : p->batch * pages_per_seq + 1;
     if (W) {
         /* A chunk's queries see W - 1 earlier keys: that span plus the chunk, page-aligned. */
-        uint32_t chunk = p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+        uint32_t chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
         uint32_t span = W - 1 + (chunk > 1 ? chunk : 1);
         uint32_t need = (span + P - 1) / P + 1;
         if (need > pages_per_seq)
             need = pages_per_seq;
-        e->swa_pages = p->swa_pool_tokens ? (p->swa_pool_tokens + P - 1) / P + 1 : p->batch * need + 1;
+        e->swa_pages = p->batch * need + 1;
     }
     sy_status st = sy_kv_cache_init(&e->cache, P, W, p->batch, seq_tokens, e->full_pages, e->swa_pages ? e->swa_pages : 2,
                                     err);
