@@ -20,7 +20,7 @@ enum { TILE_ROWS = 32 };
 typedef struct sy_moe_mxfp4_cpu {
     uint32_t gate_up_layout;
     sy_cpu_workspace ws;
-    float byte_values[256][2]; /* E2M1 value of the low and the high nibble of every byte */
+    sy_mxfp4_byte_table bytes;
 } sy_moe_mxfp4_cpu;
 
 sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err)
@@ -34,12 +34,17 @@ sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout
         return sy_op_fail(err, SY_E_NOMEM, "moe init: out of memory for the plugin context");
     c->gate_up_layout = gate_up_layout;
     c->ws.host = host;
-    for (uint32_t b = 0; b < 256; b++) {
-        c->byte_values[b][0] = sy_e2m1_to_f32(b & 0xFu);
-        c->byte_values[b][1] = sy_e2m1_to_f32(b >> 4);
-    }
+    sy_mxfp4_byte_table_init(&c->bytes);
     *ctx = c;
     return SY_OK;
+}
+
+void sy_mxfp4_byte_table_init(sy_mxfp4_byte_table *t)
+{
+    for (uint32_t b = 0; b < 256; b++) {
+        t->value[b][0] = sy_e2m1_to_f32(b & 0xFu);
+        t->value[b][1] = sy_e2m1_to_f32(b >> 4);
+    }
 }
 
 void sy_moe_mxfp4_cpu_fini(void *ctx)
@@ -307,20 +312,70 @@ sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route
 
 /* Decodes `n` rows (tile-order rows q[0..n)) of one expert's shuffled matrix, blocks [0, kblocks_used)
  * of each, into dst[n][32 * kblocks_used]. */
-static void decode_rows(const sy_moe_mxfp4_cpu *c, const uint8_t *blocks, const uint8_t *scales, uint32_t kblocks,
+static void decode_rows(const sy_mxfp4_byte_table *t, const uint8_t *blocks, const uint8_t *scales, uint32_t kblocks,
                         uint32_t kblocks_used, const uint32_t *q, uint32_t n, float *dst)
 {
     for (uint32_t r = 0; r < n; r++) {
         float *out = dst + (uint64_t)r * kblocks_used * SY_MXFP4_BLOCK;
-        for (uint32_t j = 0; j < kblocks_used; j++, out += SY_MXFP4_BLOCK) {
-            const uint8_t *b = blocks + sy_moe_block_offset(q[r], j, kblocks);
-            float s = sy_e8m0_to_f32(scales[sy_moe_scale_offset(q[r], j, kblocks)]);
-            for (uint32_t i = 0; i < SY_MXFP4_BLOCK_BYTES; i++) {
-                out[2 * i] = c->byte_values[b[i]][0] * s;
-                out[2 * i + 1] = c->byte_values[b[i]][1] * s;
-            }
-        }
+        for (uint32_t j = 0; j < kblocks_used; j++, out += SY_MXFP4_BLOCK)
+            sy_mxfp4_cpu_decode_block(t, blocks + sy_moe_block_offset(q[r], j, kblocks),
+                                      sy_e8m0_to_f32(scales[sy_moe_scale_offset(q[r], j, kblocks)]), out);
     }
+}
+
+/* One expert's matrix inside a prepared buffer. */
+typedef struct matrix_view {
+    const uint8_t *blocks, *scales;
+    const float *bias;
+    uint32_t kblocks, kblocks_used; /* blocks a row stored, and blocks a row really has */
+} matrix_view;
+
+static matrix_view matrix_of(const prepared_view *v, uint32_t e, int matrix)
+{
+    const sy_moe_dims *d = &v->dims;
+    const sy_moe_sections *sec = &v->sec;
+    matrix_view m;
+    if (matrix == SY_MOE_MATRIX_W13) {
+        m.blocks = v->base + sec->w13_blocks + e * sec->w13_expert_bytes;
+        m.scales = v->base + sec->w13_scales + e * sec->w13_expert_scales;
+        m.bias = (const float *)(v->base + sec->w13_bias) + (uint64_t)e * 2u * d->intermediate_padded;
+        m.kblocks = d->hidden_padded / SY_MXFP4_BLOCK;
+        m.kblocks_used = d->hidden / SY_MXFP4_BLOCK;
+    } else {
+        m.blocks = v->base + sec->w2_blocks + e * sec->w2_expert_bytes;
+        m.scales = v->base + sec->w2_scales + e * sec->w2_expert_scales;
+        m.bias = (const float *)(v->base + sec->w2_bias) + (uint64_t)e * d->hidden_padded;
+        m.kblocks = d->intermediate_padded / SY_MXFP4_BLOCK;
+        m.kblocks_used = d->intermediate / SY_MXFP4_BLOCK;
+    }
+    return m;
+}
+
+sy_status sy_moe_mxfp4_cpu_decode_rows(const void *prepared, uint32_t expert, int matrix, const uint32_t *rows,
+                                       uint32_t n, float *dst, sy_error *err)
+{
+    static const char op[] = "moe decode_rows";
+    sy_moe_prepared_header h;
+    sy_status st = read_header(op, prepared, &h, err);
+    if (st != SY_OK)
+        return st;
+    sy_moe_dims d = sy_moe_dims_of(h.experts, h.hidden, h.intermediate);
+    uint32_t row_limit = matrix == SY_MOE_MATRIX_W13 ? 2u * d.intermediate_padded : d.hidden;
+    if (expert >= d.experts || (matrix != SY_MOE_MATRIX_W13 && matrix != SY_MOE_MATRIX_W2))
+        return sy_op_fail(err, SY_E_INVALID, "%s: expert %u of %u, matrix %d", op, expert, d.experts, matrix);
+    prepared_view v = view_of((uint8_t *)(uintptr_t)prepared, &d, h.gate_up_layout);
+    matrix_view m = matrix_of(&v, expert, matrix);
+    sy_mxfp4_byte_table t;
+    sy_mxfp4_byte_table_init(&t);
+    for (uint32_t r = 0; r < n; r++) {
+        if (rows[r] >= row_limit)
+            return sy_op_fail(err, SY_E_INVALID, "%s: rows[%u] = %u is outside 0..%u", op, r, rows[r], row_limit - 1u);
+        uint32_t q = matrix == SY_MOE_MATRIX_W13 ? sy_moe_w13_tile_row(h.gate_up_layout, rows[r], d.intermediate_padded)
+                                                 : rows[r];
+        decode_rows(&t, m.blocks, m.scales, m.kblocks, m.kblocks_used, &q, 1,
+                    dst + (uint64_t)r * m.kblocks_used * SY_MXFP4_BLOCK);
+    }
+    return SY_OK;
 }
 
 static float load_act(const void *p, int32_t dtype, uint64_t i)
@@ -466,14 +521,9 @@ static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args 
 {
     const sy_moe_dims *d = &v->dims;
     const uint32_t H = d->hidden, inter = d->intermediate, Ip = d->intermediate_padded;
-    const uint32_t kb13 = d->hidden_padded / SY_MXFP4_BLOCK, kb2 = Ip / SY_MXFP4_BLOCK;
     const float alpha = a->shape.swiglu_alpha, limit = a->shape.swiglu_limit;
-    const uint8_t *w13 = v->base + v->sec.w13_blocks + e * v->sec.w13_expert_bytes;
-    const uint8_t *s13 = v->base + v->sec.w13_scales + e * v->sec.w13_expert_scales;
-    const float *b13 = (const float *)(v->base + v->sec.w13_bias) + (uint64_t)e * 2u * Ip;
-    const uint8_t *w2 = v->base + v->sec.w2_blocks + e * v->sec.w2_expert_bytes;
-    const uint8_t *s2 = v->base + v->sec.w2_scales + e * v->sec.w2_expert_scales;
-    const float *b2 = (const float *)(v->base + v->sec.w2_bias) + (uint64_t)e * d->hidden_padded;
+    const matrix_view w13 = matrix_of(v, e, SY_MOE_MATRIX_W13), w2 = matrix_of(v, e, SY_MOE_MATRIX_W2);
+    const float *b13 = w13.bias, *b2 = w2.bias;
 
     /* The expert's tokens, unpadded: padded columns meet zero weights. */
     for (uint32_t t = 0; t < te; t++) {
@@ -489,7 +539,7 @@ static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args 
             s->qrows[r] = sy_moe_w13_tile_row(v->gate_up_layout, i0 + r, Ip);
             s->qrows[rows + r] = sy_moe_w13_tile_row(v->gate_up_layout, Ip + i0 + r, Ip);
         }
-        decode_rows(c, w13, s13, kb13, H / SY_MXFP4_BLOCK, s->qrows, 2u * rows, s->tile);
+        decode_rows(&c->bytes, w13.blocks, w13.scales, w13.kblocks, w13.kblocks_used, s->qrows, 2u * rows, s->tile);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)(2u * rows), (int)H, 1.0f, s->xe, (int)H,
                     s->tile, (int)H, 0.0f, s->prod, (int)(2u * rows));
         for (uint32_t t = 0; t < te; t++) {
@@ -504,7 +554,7 @@ static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args 
         uint32_t rows = H - n0 < 2u * TILE_ROWS ? H - n0 : 2u * TILE_ROWS;
         for (uint32_t r = 0; r < rows; r++)
             s->qrows[r] = n0 + r;
-        decode_rows(c, w2, s2, kb2, inter / SY_MXFP4_BLOCK, s->qrows, rows, s->tile);
+        decode_rows(&c->bytes, w2.blocks, w2.scales, w2.kblocks, w2.kblocks_used, s->qrows, rows, s->tile);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)rows, (int)inter, 1.0f, s->act, (int)inter,
                     s->tile, (int)inter, 0.0f, s->prod, (int)rows);
         for (uint32_t t = 0; t < te; t++) {

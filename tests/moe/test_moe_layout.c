@@ -209,6 +209,41 @@ START_TEST(w13_row_maps_are_inverse)
 }
 END_TEST
 
+/* What forward multiplies, read back through each layout, is the dequantized checkpoint. */
+START_TEST(decoded_rows_equal_dequantized_checkpoint)
+{
+    sy_rng rng = {sy_test_seed()};
+    const uint32_t layouts[2] = {SY_MOE_GATE_UP_INTERLEAVE, SY_MOE_GATE_UP_SEPARATED};
+    moe_checkpoint c = moe_checkpoint_random(&rng, 3, 736, 1056, 110, 140);
+    float *w13 = moe_checkpoint_dequant_w13(&c), *w2 = moe_checkpoint_dequant_w2(&c);
+    float *row = malloc(sizeof(float) * (c.H > c.I ? c.H : c.I));
+    for (int l = 0; l < 2; l++) {
+        uint64_t bytes;
+        uint8_t *buf = prepare(&c, layouts[l], &bytes);
+        sy_error err = {{0}};
+        for (uint32_t e = 0; e < c.E; e++) {
+            for (uint32_t cr = 0; cr < 2 * c.I; cr++) {
+                uint32_t r = (cr % 2) * c.Ip + cr / 2;
+                ck_assert_msg(sy_moe_mxfp4_cpu_decode_rows(buf, e, SY_MOE_MATRIX_W13, &r, 1, row, &err) == SY_OK, "%s",
+                              err.msg);
+                ck_assert_msg(memcmp(row, w13 + ((size_t)e * 2 * c.I + cr) * c.H, sizeof(float) * c.H) == 0,
+                              "layout %u expert %u: w13 row %u (checkpoint row %u) decodes differently", layouts[l], e,
+                              r, cr);
+            }
+            for (uint32_t n = 0; n < c.H; n++) {
+                ck_assert(sy_moe_mxfp4_cpu_decode_rows(buf, e, SY_MOE_MATRIX_W2, &n, 1, row, &err) == SY_OK);
+                ck_assert(memcmp(row, w2 + ((size_t)e * c.H + n) * c.I, sizeof(float) * c.I) == 0);
+            }
+        }
+        free(buf);
+    }
+    free(row);
+    free(w13);
+    free(w2);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("moe_layout");
@@ -216,6 +251,7 @@ int main(void)
     tcase_add_test(tc, shuffles_match_reference_formulas);
     tcase_add_test(tc, unprepare_inverts_prepare);
     tcase_add_test(tc, w13_row_maps_are_inverse);
+    tcase_add_test(tc, decoded_rows_equal_dequantized_checkpoint);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,149 @@
+/* y = x W^T + b on the host with f32 accumulation, through OpenBLAS sgemm.
+ *
+ * f32 x, W and y go to one sgemm with the caller's strides. Otherwise the operands are made f32
+ * first: x once per call, W in blocks of rows into an L2-sized scratch tile (the weights arrive
+ * with every call and may be far larger than memory one would want to double, e.g. the 201088-row
+ * unembedding), each block multiplied as soon as it is converted; a bf16 y is computed in f32 and
+ * rounded once, after the bias. */
+#include "cpu.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_workspace.h"
+#include "sy_numeric.h"
+#include "sy_op_check.h"
+
+#define ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
+
+/* f32 bytes of one converted block of W: about half of a 1-2 MB L2, next to the sgemm's packing. */
+enum { W_BLOCK_BYTES = 512 * 1024, W_BLOCK_MIN_ROWS = 64 };
+
+typedef struct linear_cpu {
+    sy_cpu_workspace ws;
+} linear_cpu;
+
+sy_status sy_linear_cpu_init(const sy_host_api *host, void **ctx, sy_error *err)
+{
+    linear_cpu *c = calloc(1, sizeof *c);
+    if (!c)
+        return sy_op_fail(err, SY_E_NOMEM, "linear init: out of memory for the plugin context");
+    c->ws.host = host;
+    *ctx = c;
+    return SY_OK;
+}
+
+void sy_linear_cpu_fini(void *ctx)
+{
+    linear_cpu *c = ctx;
+    if (!c)
+        return;
+    sy_cpu_workspace_release(&c->ws);
+    free(c);
+}
+
+static sy_status check_args(const sy_linear_args *a, sy_error *err)
+{
+    static const char op[] = "linear";
+    if (!a || a->struct_size < sizeof *a)
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_linear_args (%zu)", op,
+                          a ? a->struct_size : 0u, sizeof *a);
+    if (a->x.ndim != 2 || a->w.ndim != 2)
+        return sy_op_fail(err, SY_E_INVALID, "%s: x and w must be 2-d ([M, K], [N, K]); got %d-d and %d-d", op,
+                          (int)a->x.ndim, (int)a->w.ndim);
+    const int64_t M = a->x.shape[0], K = a->x.shape[1], N = a->w.shape[0];
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: M %lld, N %lld, K %lld exceed the BLAS int range", op,
+                          (long long)M, (long long)N, (long long)K);
+    int64_t want_x[2] = {M, K}, want_w[2] = {N, K}, want_b[1] = {N}, want_y[2] = {M, N};
+    sy_status st = sy_op_check_dense_tensor(op, "x", &a->x, ACT_DTYPES, 2, want_x, 1, err);
+    if (st == SY_OK)
+        st = sy_op_check_dense_tensor(op, "w", &a->w, ACT_DTYPES, 2, want_w, 0, err);
+    if (st == SY_OK && a->b.data)
+        st = sy_op_check_dense_tensor(op, "b", &a->b, ACT_DTYPES, 1, want_b, 0, err);
+    if (st == SY_OK)
+        st = sy_op_check_dense_tensor(op, "y", &a->y, ACT_DTYPES, 2, want_y, 1, err);
+    return st;
+}
+
+static float load(const void *p, int32_t dtype, size_t i)
+{
+    return dtype == SY_DTYPE_BF16 ? sy_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* rows x cols of a bf16 matrix (row stride ld) into a dense f32 one. */
+static void bf16_rows_to_f32(const uint16_t *src, size_t ld, size_t rows, size_t cols, float *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            dst[r * cols + c] = sy_bf16_to_f32(src[r * ld + c]);
+}
+
+/* y[:, n0 .. n0+nb) (f32, row stride ldy) += b[n0 ..]; then, for a bf16 y, rounded into it. */
+static void finish_block(const sy_linear_args *a, float *yf, size_t ldy, size_t M, size_t n0, size_t nb)
+{
+    for (size_t m = 0; m < M; m++) {
+        float *row = yf + m * ldy;
+        if (a->b.data)
+            for (size_t n = 0; n < nb; n++)
+                row[n] += load(a->b.data, a->b.dtype, n0 + n);
+        if (a->y.dtype == SY_DTYPE_BF16) {
+            uint16_t *out = (uint16_t *)a->y.data + (m ? m * (size_t)a->y.stride[0] : 0) + n0;
+            for (size_t n = 0; n < nb; n++)
+                out[n] = sy_f32_to_bf16(row[n]);
+        }
+    }
+}
+
+static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy_error *err)
+{
+    linear_cpu *c = ctx;
+    (void)stream;
+    sy_status st = check_args(a, err);
+    if (st != SY_OK)
+        return st;
+    if (!c)
+        return sy_op_fail(err, SY_E_INVALID, "linear: ctx is NULL (init was not called)");
+    const size_t M = (size_t)a->x.shape[0], K = (size_t)a->x.shape[1], N = (size_t)a->w.shape[0];
+    if (K == 0)
+        return sy_op_fail(err, SY_E_INVALID, "linear: x and w have K = 0 columns");
+    if (M == 0 || N == 0)
+        return SY_OK;
+    const int w_f32 = a->w.dtype == SY_DTYPE_F32, y_f32 = a->y.dtype == SY_DTYPE_F32;
+    size_t nb = w_f32 ? N : W_BLOCK_BYTES / (sizeof(float) * (K ? K : 1));
+    nb = nb < W_BLOCK_MIN_ROWS ? W_BLOCK_MIN_ROWS : nb;
+    nb = nb > N ? N : nb;
+    size_t x_floats = a->x.dtype == SY_DTYPE_F32 ? 0 : M * K, w_floats = w_f32 ? 0 : nb * K;
+    size_t y_floats = y_f32 ? 0 : M * nb;
+    float *scratch = NULL;
+    st = sy_cpu_workspace_reserve(&c->ws, sizeof(float) * (x_floats + w_floats + y_floats), (void **)&scratch, err);
+    if (st != SY_OK)
+        return st;
+    float *xs = scratch, *ws = scratch + x_floats, *ys = ws + w_floats;
+
+    const float *xf = a->x.data;
+    /* A single row's stride is free in the tensor view; BLAS wants it at least the row length. */
+    size_t ldx = M == 1 ? K : (size_t)a->x.stride[0];
+    if (a->x.dtype == SY_DTYPE_BF16) {
+        bf16_rows_to_f32(a->x.data, ldx, M, K, xs);
+        xf = xs;
+        ldx = K;
+    }
+    for (size_t n0 = 0; n0 < N; n0 += nb) {
+        size_t rows = N - n0 < nb ? N - n0 : nb;
+        const float *wf = (const float *)a->w.data + n0 * K;
+        if (!w_f32) {
+            bf16_rows_to_f32((const uint16_t *)a->w.data + n0 * K, K, rows, K, ws);
+            wf = ws;
+        }
+        float *yf = y_f32 ? (float *)a->y.data + n0 : ys;
+        size_t ldy = !y_f32 ? rows : M == 1 ? N : (size_t)a->y.stride[0];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)rows, (int)K, 1.0f, xf, (int)ldx, wf, (int)K,
+                    0.0f, yf, (int)ldy);
+        finish_block(a, yf, ldy, M, n0, rows);
+    }
+    return SY_OK;
+}
+
+const sy_linear_ops sy_linear_cpu_ops = {sizeof(sy_linear_ops), 0, linear};
