@@ -1,5 +1,13 @@
 # Helpers shared by every folder of the build.
 
+# The loader refuses plugin files and folders writable by group or others; a umask of 002 (Debian's
+# default for users with private groups) would create exactly those. Clear the bits after linking.
+function(sy_restrict_permissions target)
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND chmod go-w $<TARGET_FILE:${target}> $<TARGET_FILE_DIR:${target}>
+    VERBATIM)
+endfunction()
+
 # sy_add_plugin(NAME SOURCES... [GPU_SOURCES srcs...] [TEST_FIXTURE]): a dlopen'd plugin module
 # libsy_NAME.so in the plugins folder, built from SOURCES for the cpu backend. Only sy_plugin_entry
 # is exported.
@@ -30,6 +38,7 @@ function(sy_add_plugin name)
     C_VISIBILITY_PRESET hidden
     LIBRARY_OUTPUT_DIRECTORY ${output_dir})
   target_link_libraries(sy_${name} PRIVATE m)
+  sy_restrict_permissions(sy_${name})
   if(NOT P_TEST_FIXTURE)
     install(TARGETS sy_${name} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
   endif()
@@ -54,6 +63,7 @@ function(sy_add_plugin name)
     target_compile_definitions(${gpu_target} PRIVATE SY_PLUGIN_BACKEND_${VENDOR} SY_PLUGIN_BACKEND_GPU
                                SY_PLUGIN_BACKEND_NAME="${vendor}")
     set_target_properties(${gpu_target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${output_dir})
+    sy_restrict_permissions(${gpu_target})
     if(NOT P_TEST_FIXTURE)
       install(TARGETS ${gpu_target} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
     endif()

@@ -9,7 +9,8 @@
  * version, description, rank and caps without calling anything else; init runs only when the
  * composition selects the plugin.
  *
- * Versioning (abi.h): abi_major / abi_minor / struct_size are never 0. The host accepts
+ * Versioning (abi.h): abi_major and struct_size are never 0 (a zeroed descriptor is invalid);
+ * abi_minor counts from 0 within a major. The host accepts
  * abi_major == host major and abi_minor <= host minor. Every struct here is append-only within a
  * major; the struct_size of a descriptor, caps record, ops table or args struct says which members
  * exist.
