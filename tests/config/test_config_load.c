@@ -110,7 +110,12 @@ END_TEST
 
 START_TEST(duplicate_keys_report_both_places)
 {
-    sy_diags d = load_diags("c.yaml", "backend: cpu\nbackend: cpu\nkv_cache:\n  layout: nhd\nkv_cache.layout: nhd\n", NULL);
+    sy_config *c;
+    sy_diags d = load_diags("c.yaml", "backend: cpu\nbackend: auto\nkv_cache:\n  layout: nhd\nkv_cache.layout: nhd\n", &c);
+    /* The first copy counts; the second is only reported. */
+    ck_assert_str_eq(sy_config_str(c, "backend"), "cpu");
+    ck_assert_str_eq(sy_config_source(c, "backend"), "c.yaml:1:1");
+    sy_config_free(c);
     expect_count(&d, 4);
     expect_diag(&d, 0, SY_SEV_NOTE, "c.yaml", 1, 1, "'backend' first set here");
     expect_diag(&d, 1, SY_SEV_ERROR, "c.yaml", 2, 1, "duplicate key 'backend' (first set at c.yaml:1:1)");

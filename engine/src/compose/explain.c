@@ -9,7 +9,8 @@ static void explain_keys(const sy_config *cfg, FILE *f)
     fprintf(f, "keys (value, source):\n");
     for (size_t i = 0; i < sy_config_key_count(); i++) {
         const char *key = sy_config_key_name(i);
-        fprintf(f, "  %-34s %-22s %s\n", key, sy_config_text(cfg, key), sy_config_source(cfg, key));
+        const char *text = sy_config_text(cfg, key);
+        fprintf(f, "  %-34s %-22s %s\n", key, text[0] ? text : "\"\"", sy_config_source(cfg, key));
     }
 }
 
