@@ -1,0 +1,4 @@
+/* The nhd layout's ops: the shared host implementation with the layout fixed. */
+#include "kv_plugin_cpu.h"
+
+SY_KV_CPU_DEFINE_OPS(sy_kv_nhd_cpu_ops, SY_LAYOUT_NHD);

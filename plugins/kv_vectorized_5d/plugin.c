@@ -1,0 +1,9 @@
+/* kv_vectorized_5d (cpu): the AITER / SGLang vectorized_5d KV layout, K (pages, H, D/X, P, X) and
+ * V (pages, H, P/X, D, X) with X = 16 / store bytes, so that a GPU thread loads 16 bytes of one
+ * page at a time. Default page size 64 (DESIGN.md rule 1; SGLang's value for this layout). */
+#include "kv_plugin_cpu.h"
+
+extern const sy_kv_layout_ops sy_kv_5d_cpu_ops; /* cpu.c */
+
+SY_KV_CPU_DEFINE_PLUGIN("kv_vectorized_5d", SY_LAYOUT_VECTORIZED_5D, 16, 64, sy_kv_5d_cpu_ops,
+                        "vectorized_5d KV pool (K: pages,H,D/X,P,X; V: pages,H,P/X,D,X) on the host, X = 16 B");
