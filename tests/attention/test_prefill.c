@@ -61,7 +61,7 @@ static void prefill_case_make(prefill_case *c, uint64_t seed, int32_t kv_dtype, 
     c->v_deq = malloc(nk * sizeof(float));
     sy_fill_uniform_f32(&rng, c->q, (size_t)tq * c->Hq * D, -1.5f, 1.5f);
     sy_fill_uniform_f32(&rng, c->k, (size_t)tk * H * D, -2.0f, 2.0f);
-    sy_fill_uniform_f32(&rng, c->v, (size_t)tk * H * D, -2.0f, 2.0f);
+    sy_fill_uniform_f32(&rng, c->v, (size_t)tk * H * D, -1.0f, 3.0f); /* offset: see attn_case.c */
     /* Rows of K/V a little wider than H*D: prefill honours the row stride. */
     c->kv_stride = (int64_t)H * D + 3;
     size_t es = sy_dtype_size(kv_dtype);
