@@ -486,18 +486,19 @@ START_TEST(cli_check_exit_status_and_stderr)
     source_path("configs/default.yaml", cfg, sizeof cfg);
     temp_dir(dir, sizeof dir);
     snprintf(errfile, sizeof errfile, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd,
-             "env -u SGLANG_AITER_KV_CACHE_LAYOUT SWITCHYARD_PLUGIN_PATH= %s/bin/switchyard config check "
-             "--plugin-path %s %s >/dev/null 2>%s",
-             build, getenv("SY_CONFIG_FIXTURE_DIR"), cfg, errfile);
+    /* A clean environment: an SGLang variable in the caller's shell would add a warning. */
+    const char *clean = "env -u SGLANG_AITER_KV_CACHE_LAYOUT -u SGLANG_KV_CACHE_LAYOUT -u SGLANG_USE_AITER_MOE_GU_ITLV "
+                        "-u SGLANG_AITER_FUSE_RMSNORM_PAD -u SGLANG_FUSE_RMSNORM_PAD SWITCHYARD_PLUGIN_PATH=";
+    snprintf(cmd, sizeof cmd, "%s %s/bin/switchyard config check --plugin-path %s %s >/dev/null 2>%s", clean, build,
+             getenv("SY_CONFIG_FIXTURE_DIR"), cfg, errfile);
     int st = system(cmd);
     ck_assert(WIFEXITED(st));
     ck_assert_int_eq(WEXITSTATUS(st), 0);
 
     snprintf(cmd, sizeof cmd,
-             "SWITCHYARD_PLUGIN_PATH= %s/bin/switchyard config check --plugin-path %s --set kv_cache.layuot=nhd "
-             "--set=parallel.tp=0 %s >/dev/null 2>%s",
-             build, getenv("SY_CONFIG_FIXTURE_DIR"), cfg, errfile);
+             "%s %s/bin/switchyard config check --plugin-path %s --set kv_cache.layuot=nhd --set=parallel.tp=0 %s "
+             ">/dev/null 2>%s",
+             clean, build, getenv("SY_CONFIG_FIXTURE_DIR"), cfg, errfile);
     st = system(cmd);
     ck_assert(WIFEXITED(st));
     ck_assert_int_eq(WEXITSTATUS(st), 1);
