@@ -156,7 +156,13 @@ static void moe(const sy_ref_model *m, const sy_host_layer *L, const double *x, 
     free(a);
 }
 
-void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, double *logits)
+static double stored(double x, int32_t kv_dtype)
+{
+    return kv_dtype == SY_DTYPE_BF16 ? (double)sy_round_bf16((float)x) : (double)(float)x;
+}
+
+void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, uint32_t fresh_len, int32_t kv_dtype,
+                   double *logits)
 {
     const sy_model_dims *d = &m->d;
     uint32_t H = d->hidden, D = d->head_dim, Hq = d->q_heads, Hkv = d->kv_heads, V = d->vocab;
@@ -165,6 +171,7 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, do
     double *x = calloc((size_t)n * H, sizeof(double)), *t = calloc(H > qd ? H : qd, sizeof(double));
     double *q = calloc((size_t)n * qd, sizeof(double)), *k = calloc((size_t)n * kvd, sizeof(double));
     double *v = calloc((size_t)n * kvd, sizeof(double)), *att = calloc(qd, sizeof(double));
+    double *ks = calloc((size_t)n * kvd, sizeof(double)), *vs = calloc((size_t)n * kvd, sizeof(double));
     double *o = calloc(H, sizeof(double)), *p = calloc(n, sizeof(double));
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t c = 0; c < H; c++)
@@ -179,9 +186,14 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, do
             matvec(L->v_w, L->v_b, kvd, H, t, v + (size_t)i * kvd);
             rope(m, q + (size_t)i * qd, Hq, i);
             rope(m, k + (size_t)i * kvd, Hkv, i);
+            for (uint32_t c = 0; c < kvd; c++) {
+                ks[(size_t)i * kvd + c] = stored(k[(size_t)i * kvd + c], kv_dtype);
+                vs[(size_t)i * kvd + c] = stored(v[(size_t)i * kvd + c], kv_dtype);
+            }
         }
         for (uint32_t i = 0; i < n; i++) {
             uint32_t lo = sliding && i + 1 > d->sliding_window ? i + 1 - d->sliding_window : 0;
+            const double *K = i < fresh_len ? k : ks, *Vv = i < fresh_len ? v : vs;
             for (uint32_t h = 0; h < Hq; h++) {
                 const double *qi = q + (size_t)i * qd + (size_t)h * D;
                 uint32_t kh = h / group;
@@ -189,7 +201,7 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, do
                 for (uint32_t j = lo; j <= i; j++) {
                     double s = 0;
                     for (uint32_t c = 0; c < D; c++)
-                        s += qi[c] * k[(size_t)j * kvd + (size_t)kh * D + c];
+                        s += qi[c] * K[(size_t)j * kvd + (size_t)kh * D + c];
                     p[j] = s * scale;
                     if (p[j] > mx)
                         mx = p[j];
@@ -200,7 +212,7 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, do
                 for (uint32_t c = 0; c < D; c++) {
                     double s = 0;
                     for (uint32_t j = lo; j <= i; j++)
-                        s += p[j] * v[(size_t)j * kvd + (size_t)kh * D + c];
+                        s += p[j] * Vv[(size_t)j * kvd + (size_t)kh * D + c];
                     att[(size_t)h * D + c] = s / den;
                 }
             }
@@ -224,6 +236,8 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, do
     free(q);
     free(k);
     free(v);
+    free(ks);
+    free(vs);
     free(att);
     free(o);
     free(p);

@@ -12,7 +12,11 @@ typedef struct sy_ref_model sy_ref_model;
 
 sy_ref_model *sy_ref_create(const sy_model_dims *d, uint64_t seed);
 void sy_ref_destroy(sy_ref_model *m);
-/* Logits (vocab doubles per position) for every position of one sequence of n tokens. */
-void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, double *logits);
+/* Logits (vocab doubles per position) for every position of one sequence of n tokens.
+ * K and V are read as the KV cache stores them (rounded to kv_dtype: bf16, or f32 = exact), except
+ * that queries of the first prefill chunk (positions < fresh_len) see that chunk's keys as computed:
+ * the engine's first chunk attends to its fresh K/V, every later read goes through the pool. */
+void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, uint32_t fresh_len, int32_t kv_dtype,
+                   double *logits);
 
 #endif

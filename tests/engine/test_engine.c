@@ -169,7 +169,7 @@ static void check_against_reference(const variant *v, uint64_t seed, const resul
             toks[i] = sy_workload_token(seed ^ 0x5EED, d.vocab, b, i);
         for (uint32_t s = 0; s + 1 < v->output_len; s++)
             toks[L + s] = r->tokens[(size_t)b * v->output_len + s];
-        sy_ref_logits(m, toks, total, ref);
+        sy_ref_logits(m, toks, total, chunk, v->kv_dtype ? v->kv_dtype : SY_DTYPE_BF16, ref);
         for (uint32_t step = 0; step < r->cap.n_steps; step++) {
             uint32_t pos = step < n_prefill ? ((step + 1) * chunk < L ? (step + 1) * chunk : L) - 1
                                             : L - 1 + (step - n_prefill + 1);
