@@ -89,6 +89,121 @@ SY_API void sy_caps_summary(const sy_plugin_desc *desc, char *buf, size_t len);
 SY_API sy_status sy_registry_init_plugin(const sy_registry_entry *entry, const sy_host_api *host, void **ctx,
                                          sy_error *err);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Embedding: an engine built from a config exactly as `switchyard run` builds it (resolve the  */
+/* config, open the registry, compose, build the model), then driven by the caller.            */
+/*                                                                                             */
+/* Threading: a handle is used by one thread at a time; separate handles are independent.      */
+/* Every call that can fail returns a sy_status and fills *err with one line (never prints).   */
+/* Output structs the caller passes carry struct_size = sizeof as the caller was built; the     */
+/* library fills only the members that size covers, so programs built against an older        */
+/* switchyard.h keep working with a newer library.                                            */
+
+typedef struct sy_engine_handle sy_engine_handle;
+
+/* One config diagnostic ("file:line:col: error: message"), handed out as the config is read. */
+typedef void (*sy_engine_diag_fn)(void *user, const char *line);
+
+typedef struct sy_engine_open_options {
+    uint32_t struct_size;             /* sizeof(sy_engine_open_options) */
+    uint32_t allow_insecure;          /* 1: as --allow-insecure-plugins */
+    const char *const *sets;          /* "key=value" overrides applied last, in order, as --set */
+    size_t n_sets;
+    const char *const *plugin_paths;  /* folders searched first, as --plugin-path */
+    size_t n_plugin_paths;
+    sy_engine_diag_fn diag;           /* optional: receives every diagnostic, warnings included */
+    void *diag_user;
+} sy_engine_open_options;
+
+/* Syntax of config text given to sy_engine_open_string. */
+enum { SY_CONFIG_TEXT_YAML = 1, SY_CONFIG_TEXT_INI = 2 };
+
+/* Builds the engine: weights generated or loaded, KV pools allocated, every plugin initialized.
+ * opts may be NULL (no overrides, default search path). On failure *out is NULL and err holds the
+ * first error (the config's first diagnostic when the config is at fault). */
+SY_API sy_status sy_engine_open_file(const char *config_path, const sy_engine_open_options *opts,
+                                     sy_engine_handle **out, sy_error *err);
+/* The same from config text in memory; `name` is what diagnostics call it ("<embedded>" if NULL). */
+SY_API sy_status sy_engine_open_string(const char *text, size_t len, int32_t syntax, const char *name,
+                                       const sy_engine_open_options *opts, sy_engine_handle **out, sy_error *err);
+/* Releases everything open created: plugin contexts, device memory, backend, libraries. NULL is a no-op. */
+SY_API void sy_engine_close(sy_engine_handle *h);
+
+/* The plugin chosen for one slot of the composition. Strings live as long as the handle. */
+typedef struct sy_engine_slot {
+    int32_t kind;         /* sy_kind */
+    uint32_t reserved0;
+    const char *plugin;   /* descriptor name, e.g. "attn_paged" */
+    const char *version;  /* the plugin's own version */
+    const char *file;     /* absolute path of the library it came from */
+} sy_engine_slot;
+
+/* What the composition decided and the limits of single steps. Owned by the handle. */
+typedef struct sy_engine_info {
+    uint32_t struct_size;       /* sizeof(sy_engine_info) as the library was built */
+    uint32_t n_slots;           /* entries of slots[]: kv_layout, attention, rope, norm, moe, linear */
+    const sy_engine_slot *slots;
+    const char *backend;        /* "cpu", "cuda", "hip" */
+    const char *backend_file;
+    uint32_t kv_layout;         /* sy_kv_layout_id */
+    int32_t kv_dtype;           /* sy_dtype of the KV pool */
+    uint32_t page_size;
+    uint32_t fused_rope_kv_write; /* 1: the rope plugin writes the KV cache itself */
+    uint32_t norm_pad_multiple; /* > 0: add + RMSNorm + pad fused to this multiple */
+    uint32_t batch;             /* sequences; every step advances all of them */
+    uint32_t vocab;             /* token ids are below this */
+    uint32_t max_prompt_tokens; /* a sequence may hold at most this many tokens after a prefill */
+    uint32_t max_tokens;        /* and at most this many after a decode step */
+} sy_engine_info;
+
+SY_API const sy_engine_info *sy_engine_get_info(const sy_engine_handle *h);
+
+/* Runs the config's workload (warm-up and measured repetitions of chunked prefill, then greedy
+ * decode) and keeps its metrics for sy_engine_get_metrics. Ends any sequences begun with
+ * single steps. */
+SY_API sy_status sy_engine_run_workload(sy_engine_handle *h, sy_error *err);
+
+/* Indexed by sy_kind; index 0 is the engine's own time between plugin calls. */
+#define SY_ENGINE_OP_SLOTS 16
+
+typedef struct sy_engine_metrics {
+    uint32_t struct_size;        /* set by the caller: sizeof(sy_engine_metrics) */
+    uint32_t n_steps;            /* decode steps per repetition: entries of step_ms */
+    double ttft_ms;              /* median over the measured repetitions */
+    double tpot_median_ms, tpot_p90_ms;
+    double prefill_tok_per_s, decode_tok_per_s;
+    double total_ms;             /* all measured repetitions */
+    double op_ms[SY_ENGINE_OP_SLOTS];     /* time by slot; zero unless report.per_op is true */
+    uint32_t op_calls[SY_ENGINE_OP_SLOTS];
+    uint32_t peak_full_pages, full_pages;
+    uint32_t peak_swa_pages, swa_pages;
+    uint64_t pool_bytes;
+    uint64_t checksum;           /* FNV-1a over every generated token id, as `switchyard run` prints */
+    uint32_t batch, output_len;
+    const uint32_t *tokens;      /* batch x output_len generated ids; valid until the next run or close */
+    const double *step_ms;       /* decode step times of the last repetition; same lifetime */
+} sy_engine_metrics;
+
+/* Metrics of the last sy_engine_run_workload; SY_E_INVALID when there was none. */
+SY_API sy_status sy_engine_get_metrics(const sy_engine_handle *h, sy_engine_metrics *out, sy_error *err);
+
+/* Single steps. All `batch` sequences advance together; a sequence's first prefill starts it from
+ * position 0, later prefills and decode steps append to it. Next-token choice is greedy (largest
+ * logit, ties to the lower id), as in the workload.
+ *
+ * Prefill: token_ids holds batch rows of n_tokens ids (row b for sequence b); n_tokens >= 1 and a
+ * sequence may reach at most info.max_prompt_tokens. Long prompts are split into the config's
+ * workload.prefill_chunk internally. next_ids[b] receives the token that follows sequence b. */
+SY_API sy_status sy_engine_prefill(sy_engine_handle *h, const uint32_t *token_ids, uint32_t n_tokens,
+                                   uint32_t *next_ids, sy_error *err);
+/* One decode step: token_ids[b] is appended to sequence b (usually the id the previous step
+ * returned); next_ids[b] receives the one after it. A sequence may reach info.max_tokens. */
+SY_API sy_status sy_engine_decode(sy_engine_handle *h, const uint32_t *token_ids, uint32_t *next_ids, sy_error *err);
+/* Tokens each sequence holds (0 before the first prefill). */
+SY_API uint32_t sy_engine_sequence_length(const sy_engine_handle *h);
+/* Ends the sequences and returns their KV pages; the next prefill starts new ones. */
+SY_API sy_status sy_engine_reset(sy_engine_handle *h, sy_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,6 +93,11 @@ sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st,
 sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err);
 sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err);
 
+/* Greedy choice: the largest logit, ties to the lower id (NaN never wins). */
+uint32_t sy_greedy_token(const float *logits, uint32_t vocab);
+/* Empties every sequence and returns its pages to the pools. */
+sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err);
+
 /* One forward over `n[b]` new tokens of each sequence b starting at position `start[b]`, then the
  * logits of each sequence's last token (host copy in e->h_logits). */
 sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,

@@ -8,7 +8,7 @@
 #include "util/strbuf.h"
 
 /* Greedy choice: the largest logit, ties to the lower id (NaN never wins). */
-static uint32_t argmax(const float *x, uint32_t n)
+uint32_t sy_greedy_token(const float *x, uint32_t n)
 {
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -34,7 +34,7 @@ static double quantile(double *v, size_t n, double q)
     return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
 }
 
-static sy_status reset_cache(sy_engine *e, sy_error *err)
+sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err)
 {
     const sy_plan *p = &e->plan;
     sy_kv_cache_free(&e->cache);
@@ -51,7 +51,7 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
     uint32_t *start = sy_xcalloc(B, sizeof *start), *n = sy_xcalloc(B, sizeof *n);
     uint32_t *ids = sy_xcalloc(e->t_max, sizeof *ids);
     uint32_t total_steps = (L + chunk - 1) / chunk + (p->output_len > 1 ? p->output_len - 1 : 0);
-    sy_status st = reset_cache(e, err);
+    sy_status st = sy_engine_reset_cache(e, err);
     double t0 = sy_now_ms();
     e->step_index = 0;
     for (uint32_t c = 0; st == SY_OK && c < L; c += chunk) {
@@ -69,7 +69,7 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
     }
     double t_prefill = sy_now_ms();
     for (uint32_t b = 0; st == SY_OK && b < B && p->output_len > 0; b++)
-        e->tokens[(size_t)b * p->output_len] = argmax(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+        e->tokens[(size_t)b * p->output_len] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
     *prefill_ms = t_prefill - t0;
     *ttft_ms = sy_now_ms() - t0;
     for (uint32_t step = 1; st == SY_OK && step < p->output_len; step++) {
@@ -81,7 +81,8 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
         }
         st = sy_forward(e, start, n, ids, 1, err);
         for (uint32_t b = 0; st == SY_OK && b < B; b++)
-            e->tokens[(size_t)b * p->output_len + step] = argmax(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+            e->tokens[(size_t)b * p->output_len + step] =
+                sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
         steps_ms[step - 1] = sy_now_ms() - ts;
         e->step_index++;
         if (e->progress)

@@ -1,0 +1,41 @@
+#include "model/steps.h"
+
+#include <stdlib.h>
+
+#include "model/engine_impl.h"
+#include "util/strbuf.h"
+
+void sy_steps_limits(const sy_engine *e, sy_step_limits *out)
+{
+    const sy_plan *p = &e->plan;
+    out->batch = p->batch;
+    out->vocab = e->d.vocab;
+    /* The engine sizes its page tables for input_len + output_len tokens and the buffers a later
+     * prefill chunk gathers the prefix into for input_len + 1: prompts are limited to input_len. */
+    out->max_prompt = p->input_len;
+    out->max_tokens = p->input_len + p->output_len;
+    out->chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+}
+
+sy_status sy_steps_reset(sy_engine *e, sy_error *err)
+{
+    return sy_engine_reset_cache(e, err);
+}
+
+sy_status sy_steps_forward(sy_engine *e, uint32_t start, uint32_t n, const uint32_t *ids, int decode, uint32_t *next,
+                           sy_error *err)
+{
+    uint32_t B = e->plan.batch;
+    uint32_t *starts = sy_xcalloc(B, sizeof *starts), *counts = sy_xcalloc(B, sizeof *counts);
+    for (uint32_t b = 0; b < B; b++) {
+        starts[b] = start;
+        counts[b] = n;
+    }
+    sy_status st = sy_forward(e, starts, counts, ids, decode, err);
+    for (uint32_t b = 0; st == SY_OK && b < B; b++)
+        next[b] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+    e->step_index++;
+    free(starts);
+    free(counts);
+    return st;
+}
