@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu_workspace.h"
+#include "mxfp4_decode_cpu.h"
 #include "moe_route.h"
 #include "sy_mxfp4.h"
 #include "sy_numeric.h"
@@ -20,7 +21,7 @@ enum { TILE_ROWS = 32 };
 typedef struct sy_moe_mxfp4_cpu {
     uint32_t gate_up_layout;
     sy_cpu_workspace ws;
-    sy_mxfp4_byte_table bytes;
+    sy_mxfp4_cpu_decoder decoder;
 } sy_moe_mxfp4_cpu;
 
 sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err)
@@ -34,17 +35,9 @@ sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout
         return sy_op_fail(err, SY_E_NOMEM, "moe init: out of memory for the plugin context");
     c->gate_up_layout = gate_up_layout;
     c->ws.host = host;
-    sy_mxfp4_byte_table_init(&c->bytes);
+    sy_mxfp4_cpu_decoder_init(&c->decoder, SY_MXFP4_DECODE_AVX512);
     *ctx = c;
     return SY_OK;
-}
-
-void sy_mxfp4_byte_table_init(sy_mxfp4_byte_table *t)
-{
-    for (uint32_t b = 0; b < 256; b++) {
-        t->value[b][0] = sy_e2m1_to_f32(b & 0xFu);
-        t->value[b][1] = sy_e2m1_to_f32(b >> 4);
-    }
 }
 
 void sy_moe_mxfp4_cpu_fini(void *ctx)
@@ -310,19 +303,6 @@ sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route
 /* ------------------------------------------------------------------------------------------ */
 /* forward                                                                                     */
 
-/* Decodes `n` rows (tile-order rows q[0..n)) of one expert's shuffled matrix, blocks [0, kblocks_used)
- * of each, into dst[n][32 * kblocks_used]. */
-static void decode_rows(const sy_mxfp4_byte_table *t, const uint8_t *blocks, const uint8_t *scales, uint32_t kblocks,
-                        uint32_t kblocks_used, const uint32_t *q, uint32_t n, float *dst)
-{
-    for (uint32_t r = 0; r < n; r++) {
-        float *out = dst + (uint64_t)r * kblocks_used * SY_MXFP4_BLOCK;
-        for (uint32_t j = 0; j < kblocks_used; j++, out += SY_MXFP4_BLOCK)
-            sy_mxfp4_cpu_decode_block(t, blocks + sy_moe_block_offset(q[r], j, kblocks),
-                                      sy_e8m0_to_f32(scales[sy_moe_scale_offset(q[r], j, kblocks)]), out);
-    }
-}
-
 /* One expert's matrix inside a prepared buffer. */
 typedef struct matrix_view {
     const uint8_t *blocks, *scales;
@@ -354,6 +334,12 @@ static matrix_view matrix_of(const prepared_view *v, uint32_t e, int matrix)
 sy_status sy_moe_mxfp4_cpu_decode_rows(const void *prepared, uint32_t expert, int matrix, const uint32_t *rows,
                                        uint32_t n, float *dst, sy_error *err)
 {
+    return sy_moe_mxfp4_cpu_decode_rows_with(prepared, expert, matrix, rows, n, SY_MXFP4_DECODE_AVX512, dst, err);
+}
+
+sy_status sy_moe_mxfp4_cpu_decode_rows_with(const void *prepared, uint32_t expert, int matrix, const uint32_t *rows,
+                                            uint32_t n, int max_level, float *dst, sy_error *err)
+{
     static const char op[] = "moe decode_rows";
     sy_moe_prepared_header h;
     sy_status st = read_header(op, prepared, &h, err);
@@ -365,15 +351,15 @@ sy_status sy_moe_mxfp4_cpu_decode_rows(const void *prepared, uint32_t expert, in
         return sy_op_fail(err, SY_E_INVALID, "%s: expert %u of %u, matrix %d", op, expert, d.experts, matrix);
     prepared_view v = view_of((uint8_t *)(uintptr_t)prepared, &d, h.gate_up_layout);
     matrix_view m = matrix_of(&v, expert, matrix);
-    sy_mxfp4_byte_table t;
-    sy_mxfp4_byte_table_init(&t);
+    sy_mxfp4_cpu_decoder dec;
+    sy_mxfp4_cpu_decoder_init(&dec, max_level);
     for (uint32_t r = 0; r < n; r++) {
         if (rows[r] >= row_limit)
             return sy_op_fail(err, SY_E_INVALID, "%s: rows[%u] = %u is outside 0..%u", op, r, rows[r], row_limit - 1u);
         uint32_t q = matrix == SY_MOE_MATRIX_W13 ? sy_moe_w13_tile_row(h.gate_up_layout, rows[r], d.intermediate_padded)
                                                  : rows[r];
-        decode_rows(&t, m.blocks, m.scales, m.kblocks, m.kblocks_used, &q, 1,
-                    dst + (uint64_t)r * m.kblocks_used * SY_MXFP4_BLOCK);
+        sy_mxfp4_cpu_decode_tile(&dec, m.blocks, m.scales, m.kblocks, m.kblocks_used, &q, 1,
+                                 dst + (uint64_t)r * m.kblocks_used * SY_MXFP4_BLOCK);
     }
     return SY_OK;
 }
@@ -400,7 +386,7 @@ typedef struct forward_scratch {
     float *act;      /* [max_te][I] */
     float *tile;     /* [2*TILE_ROWS][max(H, I)] decoded weights */
     float *prod;     /* [max_te][2*TILE_ROWS] */
-    uint32_t *qrows; /* [2*TILE_ROWS] */
+    uint32_t *tiles; /* [2*TILE_ROWS/16]: the 16-row tiles of the current chunk */
 } forward_scratch;
 
 static sy_status reserve_forward(sy_moe_mxfp4_cpu *c, const sy_moe_dims *d, uint64_t T, uint32_t k, uint64_t max_te,
@@ -434,7 +420,7 @@ static sy_status reserve_forward(sy_moe_mxfp4_cpu *c, const sy_moe_dims *d, uint
     s->act = (float *)(b + off[5]);
     s->tile = (float *)(b + off[6]);
     s->prod = (float *)(b + off[7]);
-    s->qrows = (uint32_t *)(b + off[8]);
+    s->tiles = (uint32_t *)(b + off[8]);
     return SY_OK;
 }
 
@@ -515,6 +501,22 @@ static uint64_t group_by_expert(const sy_moe_forward_args *a, uint64_t T, forwar
     return max_te;
 }
 
+/* prod[te][16 n] = x[te][K] times the n tiles of m, transposed. A few tokens take the fused
+ * decode-and-multiply (weights read once, nothing stored); more decode the tiles once into `tile`
+ * for sgemm. The choice depends only on te, never on the layout. */
+static void multiply_tiles(const sy_moe_mxfp4_cpu *c, const matrix_view *m, const uint32_t *tiles, uint32_t n,
+                           const float *x, uint32_t K, uint32_t te, float *tile, float *prod)
+{
+    if (te <= SY_MXFP4_DOT_MAX_TOKENS) {
+        sy_mxfp4_cpu_decode_dot(&c->decoder, m->blocks, m->scales, m->kblocks, m->kblocks_used, tiles, n, x, K, te,
+                                prod, 16u * n);
+        return;
+    }
+    sy_mxfp4_cpu_decode_tiles(&c->decoder, m->blocks, m->scales, m->kblocks, m->kblocks_used, tiles, n, tile);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)(16u * n), (int)K, 1.0f, x, (int)K, tile,
+                (int)K, 0.0f, prod, (int)(16u * n));
+}
+
 /* One expert over its te tokens (token[], weight[]): accumulates weight * (W2 a + b2) into acc. */
 static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args *a, const prepared_view *v, uint32_t e,
                            const int32_t *token, const float *weight, uint32_t te, forward_scratch *s)
@@ -533,15 +535,15 @@ static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args 
             s->xe[(uint64_t)t * H + n] = load_act(row, a->x.dtype, n);
     }
 
+    /* H and I are multiples of 32, so every chunk is whole 16-row tiles; a layout maps an aligned
+     * group of 16 rows onto one tile, so the tile of a group is that of its first row. */
     for (uint32_t i0 = 0; i0 < inter; i0 += TILE_ROWS) {
         uint32_t rows = inter - i0 < TILE_ROWS ? inter - i0 : TILE_ROWS;
-        for (uint32_t r = 0; r < rows; r++) {
-            s->qrows[r] = sy_moe_w13_tile_row(v->gate_up_layout, i0 + r, Ip);
-            s->qrows[rows + r] = sy_moe_w13_tile_row(v->gate_up_layout, Ip + i0 + r, Ip);
+        for (uint32_t g = 0; g < rows / 16u; g++) {
+            s->tiles[g] = sy_moe_w13_tile_row(v->gate_up_layout, i0 + 16u * g, Ip) / 16u;
+            s->tiles[rows / 16u + g] = sy_moe_w13_tile_row(v->gate_up_layout, Ip + i0 + 16u * g, Ip) / 16u;
         }
-        decode_rows(&c->bytes, w13.blocks, w13.scales, w13.kblocks, w13.kblocks_used, s->qrows, 2u * rows, s->tile);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)(2u * rows), (int)H, 1.0f, s->xe, (int)H,
-                    s->tile, (int)H, 0.0f, s->prod, (int)(2u * rows));
+        multiply_tiles(c, &w13, s->tiles, 2u * rows / 16u, s->xe, H, te, s->tile, s->prod);
         for (uint32_t t = 0; t < te; t++) {
             const float *p = s->prod + (uint64_t)t * 2u * rows;
             for (uint32_t r = 0; r < rows; r++)
@@ -552,11 +554,9 @@ static void expert_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args 
 
     for (uint32_t n0 = 0; n0 < H; n0 += 2u * TILE_ROWS) {
         uint32_t rows = H - n0 < 2u * TILE_ROWS ? H - n0 : 2u * TILE_ROWS;
-        for (uint32_t r = 0; r < rows; r++)
-            s->qrows[r] = n0 + r;
-        decode_rows(&c->bytes, w2.blocks, w2.scales, w2.kblocks, w2.kblocks_used, s->qrows, rows, s->tile);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)te, (int)rows, (int)inter, 1.0f, s->act, (int)inter,
-                    s->tile, (int)inter, 0.0f, s->prod, (int)rows);
+        for (uint32_t g = 0; g < rows / 16u; g++)
+            s->tiles[g] = n0 / 16u + g;
+        multiply_tiles(c, &w2, s->tiles, rows / 16u, s->act, inter, te, s->tile, s->prod);
         for (uint32_t t = 0; t < te; t++) {
             float *acc = s->acc + (uint64_t)token[t] * H + n0;
             const float *p = s->prod + (uint64_t)t * rows;

@@ -79,23 +79,6 @@ sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_pre
 sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *args, sy_error *err);
 sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_forward_args *args, sy_error *err);
 
-/* Every byte's two E2M1 values, low nibble first: the host decoder's table. */
-typedef struct sy_mxfp4_byte_table {
-    float value[256][2];
-} sy_mxfp4_byte_table;
-
-void sy_mxfp4_byte_table_init(sy_mxfp4_byte_table *t);
-
-/* One 16-byte block times its scale into 32 floats (the forward's inner loop). */
-static inline void sy_mxfp4_cpu_decode_block(const sy_mxfp4_byte_table *t, const uint8_t *block, float scale,
-                                             float *out)
-{
-    for (uint32_t i = 0; i < SY_MXFP4_BLOCK_BYTES; i++) {
-        out[2 * i] = t->value[block[i]][0] * scale;
-        out[2 * i + 1] = t->value[block[i]][1] * scale;
-    }
-}
-
 /* The two matrices of an expert. */
 enum { SY_MOE_MATRIX_W13 = 0, SY_MOE_MATRIX_W2 = 1 };
 
@@ -104,6 +87,9 @@ enum { SY_MOE_MATRIX_W13 = 0, SY_MOE_MATRIX_W2 = 1 };
  * de-interleaved g*Ip + i for w13 (g = 0 gate, 1 up), output rows for w2. What forward multiplies. */
 sy_status sy_moe_mxfp4_cpu_decode_rows(const void *prepared, uint32_t expert, int matrix, const uint32_t *rows,
                                        uint32_t n, float *dst, sy_error *err);
+/* The same with the decoder level capped at max_level (mxfp4_decode_cpu.h: 0 the portable table). */
+sy_status sy_moe_mxfp4_cpu_decode_rows_with(const void *prepared, uint32_t expert, int matrix, const uint32_t *rows,
+                                            uint32_t n, int max_level, float *dst, sy_error *err);
 
 /* The checkpoint tensors back from a prepared buffer (exact inverse of prepare; biases as f32):
  * w13_blocks [E, 2I, H/32, 16], w13_scales [E, 2I, H/32], w13_bias [E, 2I], w2_blocks

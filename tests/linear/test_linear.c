@@ -107,8 +107,9 @@ START_TEST(every_dtype_mix_matches_double_reference)
     const sy_plugin_desc *d = sy_cpu_plugin(SY_KIND_LINEAR, "linear");
     void *ctx = sy_cpu_plugin_init(d, NULL);
     const int32_t dt[2] = {SY_DTYPE_F32, SY_DTYPE_BF16}, bias[3] = {0, SY_DTYPE_F32, SY_DTYPE_BF16};
-    /* K 300 puts 436 bf16 weight rows in a block: N 1000 spans three blocks, the last one short. */
-    const int64_t shapes[3][3] = {{37, 1000, 300}, {1, 129, 2880}, {5, 7, 33}};
+    /* K 2880 puts 364 bf16 weight rows in a converted block: N 1000 spans three blocks, the last one
+     * short. */
+    const int64_t shapes[3][3] = {{9, 1000, 2880}, {1, 129, 2880}, {37, 7, 33}};
     for (int s = 0; s < 3; s++)
         for (int xi = 0; xi < 2; xi++)
             for (int wi = 0; wi < 2; wi++)

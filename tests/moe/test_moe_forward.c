@@ -74,11 +74,12 @@ typedef struct clamp_counts {
 
 /* gpt-oss MLPBlock.forward in double from the dequantized checkpoint (row 2i gate, 2i+1 up). */
 static void reference_forward(const moe_checkpoint *c, const float *w13, const float *w2, const float *x, int64_t ldx,
-                              const int32_t *ids, const float *weights, double *out, clamp_counts *cc, int clamp)
+                              int tokens, const int32_t *ids, const float *weights, double *out, clamp_counts *cc,
+                              int clamp)
 {
     double *a = malloc(sizeof(double) * I);
-    memset(out, 0, sizeof(double) * T * H);
-    for (int t = 0; t < T; t++)
+    memset(out, 0, sizeof(double) * tokens * H);
+    for (int t = 0; t < tokens; t++)
         for (int j = 0; j < K; j++) {
             int e = ids[t * K + j];
             for (int i = 0; i < I; i++) {
@@ -128,29 +129,41 @@ static void route(const moe_plugin *p, const float *logits, int32_t *ids, float 
 }
 
 /* x: [T][HP] rows; `cols` H reads the unpadded slice of the same rows, HP the padded rows. */
-static sy_moe_forward_args forward_args(const moe_plugin *p, void *x, int32_t dtype, int64_t cols, int32_t *ids,
-                                        float *weights, void *out, int32_t out_dtype)
+static sy_moe_forward_args forward_args_n(const moe_plugin *p, int64_t tokens, void *x, int32_t dtype, int64_t cols,
+                                          int32_t *ids, float *weights, void *out, int32_t out_dtype)
 {
     sy_moe_forward_args f;
     memset(&f, 0, sizeof f);
     f.struct_size = sizeof f;
     f.shape = layer_shape();
     f.prepared = p->prepared;
-    f.x = moe_tensor(x, dtype, 2, T, cols, 0, 0);
+    f.x = moe_tensor(x, dtype, 2, tokens, cols, 0, 0);
     f.x.stride[0] = HP;
-    f.topk_ids = moe_tensor(ids, SY_DTYPE_I32, 2, T, K, 0, 0);
-    f.topk_weights = moe_tensor(weights, SY_DTYPE_F32, 2, T, K, 0, 0);
-    f.out = moe_tensor(out, out_dtype, 2, T, H, 0, 0);
+    f.topk_ids = moe_tensor(ids, SY_DTYPE_I32, 2, tokens, K, 0, 0);
+    f.topk_weights = moe_tensor(weights, SY_DTYPE_F32, 2, tokens, K, 0, 0);
+    f.out = moe_tensor(out, out_dtype, 2, tokens, H, 0, 0);
     return f;
+}
+
+static sy_moe_forward_args forward_args(const moe_plugin *p, void *x, int32_t dtype, int64_t cols, int32_t *ids,
+                                        float *weights, void *out, int32_t out_dtype)
+{
+    return forward_args_n(p, T, x, dtype, cols, ids, weights, out, out_dtype);
+}
+
+static void forward_n(const moe_plugin *p, int64_t tokens, void *x, int32_t dtype, int64_t cols, int32_t *ids,
+                      float *weights, void *out, int32_t out_dtype)
+{
+    sy_moe_forward_args f = forward_args_n(p, tokens, x, dtype, cols, ids, weights, out, out_dtype);
+    sy_error err = {{0}};
+    sy_poison_bytes(out, (size_t)tokens * H * sy_dtype_size(out_dtype));
+    ck_assert_msg(p->ops->forward(p->ctx, NULL, &f, &err) == SY_OK, "%s forward: %s", p->desc->name, err.msg);
 }
 
 static void forward(const moe_plugin *p, void *x, int32_t dtype, int64_t cols, int32_t *ids, float *weights, void *out,
                     int32_t out_dtype)
 {
-    sy_moe_forward_args f = forward_args(p, x, dtype, cols, ids, weights, out, out_dtype);
-    sy_error err = {{0}};
-    sy_poison_bytes(out, (size_t)T * H * sy_dtype_size(out_dtype));
-    ck_assert_msg(p->ops->forward(p->ctx, NULL, &f, &err) == SY_OK, "%s forward: %s", p->desc->name, err.msg);
+    forward_n(p, T, x, dtype, cols, ids, weights, out, out_dtype);
 }
 
 /* Tokens in [T][HP] rows with zeros in the pad, as the fused add+RMSNorm+pad writes them. */
@@ -162,7 +175,9 @@ static float *random_tokens(sy_rng *rng)
     return x;
 }
 
-START_TEST(forward_matches_double_reference)
+/* With `tokens` tokens: 37 gives every expert more than SY_MXFP4_DOT_MAX_TOKENS of them (decoded
+ * tiles and sgemm), 3 fewer (the fused decode-and-multiply). */
+static void forward_against_reference(int tokens)
 {
     sy_rng rng = {sy_test_seed()};
     moe_checkpoint c = layer_checkpoint(&rng);
@@ -180,25 +195,27 @@ START_TEST(forward_matches_double_reference)
         route(&p[l], logits, ids, weights);
         for (int padded = 0; padded < 2; padded++) {
             out[l][padded] = malloc(sizeof(float) * T * H);
-            forward(&p[l], x, SY_DTYPE_F32, padded ? HP : H, ids, weights, out[l][padded], SY_DTYPE_F32);
+            forward_n(&p[l], tokens, x, SY_DTYPE_F32, padded ? HP : H, ids, weights, out[l][padded], SY_DTYPE_F32);
         }
     }
+    const size_t n = (size_t)tokens * H;
     clamp_counts cc = {0, 0, 0, 0};
-    reference_forward(&c, w13, w2, x, HP, ids, weights, want, &cc, 1);
-    reference_forward(&c, w13, w2, x, HP, ids, weights, unclamped, NULL, 0);
+    reference_forward(&c, w13, w2, x, HP, tokens, ids, weights, want, &cc, 1);
+    reference_forward(&c, w13, w2, x, HP, tokens, ids, weights, unclamped, NULL, 0);
     ck_assert_msg(cc.gate_clamped > 0 && cc.up_high > 0 && cc.up_low > 0 && cc.unclamped > 0,
                   "the clamp is not exercised: gate>7 %ld, up>7 %ld, up<-7 %ld, neither %ld", cc.gate_clamped,
                   cc.up_high, cc.up_low, cc.unclamped);
     /* The clamp matters: without it the result is far off, so a missing clamp cannot pass below. */
-    ck_assert_double_gt(sy_rel_l2_f32(out[0][0], unclamped, (size_t)T * H), 1e-2);
+    ck_assert_double_gt(sy_rel_l2_f32(out[0][0], unclamped, n), 1e-2);
     for (int l = 0; l < 2; l++) {
-        double rel = sy_rel_l2_f32(out[l][0], want, (size_t)T * H);
-        ck_assert_msg(rel < 1e-5, "%s: relative L2 %.3g against the double reference", plugin_names[l], rel);
-        ck_assert_msg(memcmp(out[l][0], out[l][1], sizeof(float) * T * H) == 0,
+        double rel = sy_rel_l2_f32(out[l][0], want, n);
+        ck_assert_msg(rel < 1e-5, "%s, %d tokens: relative L2 %.3g against the double reference", plugin_names[l],
+                      tokens, rel);
+        ck_assert_msg(memcmp(out[l][0], out[l][1], sizeof(float) * n) == 0,
                       "%s: padded and unpadded input give different outputs", plugin_names[l]);
     }
-    ck_assert_msg(memcmp(out[0][0], out[1][0], sizeof(float) * T * H) == 0,
-                  "INTERLEAVE and SEPARATED outputs differ on the same checkpoint");
+    ck_assert_msg(memcmp(out[0][0], out[1][0], sizeof(float) * n) == 0,
+                  "INTERLEAVE and SEPARATED outputs differ on the same checkpoint (%d tokens)", tokens);
     for (int l = 0; l < 2; l++) {
         free(out[l][0]);
         free(out[l][1]);
@@ -210,6 +227,17 @@ START_TEST(forward_matches_double_reference)
     free(w2);
     free(x);
     moe_checkpoint_free(&c);
+}
+
+START_TEST(forward_matches_double_reference)
+{
+    forward_against_reference(T);
+}
+END_TEST
+
+START_TEST(few_tokens_match_double_reference)
+{
+    forward_against_reference(3);
 }
 END_TEST
 
@@ -463,6 +491,7 @@ int main(void)
     TCase *tc = tcase_create("forward");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, forward_matches_double_reference);
+    tcase_add_test(tc, few_tokens_match_double_reference);
     tcase_add_test(tc, bf16_activations_round_once);
     tcase_add_test(tc, route_top_k_softmax_ties_to_lower_id);
     tcase_add_test(tc, buffer_of_the_other_layout_is_refused);

@@ -11,6 +11,7 @@
 #include "moe_layout.h"
 #include "moe_checkpoint.h"
 #include "moe_mxfp4_cpu.h"
+#include "mxfp4_decode_cpu.h"
 #include "sy_test.h"
 
 /* dst = src.view(shape).permute(perm).contiguous(), on bytes. */
@@ -209,7 +210,9 @@ START_TEST(w13_row_maps_are_inverse)
 }
 END_TEST
 
-/* What forward multiplies, read back through each layout, is the dequantized checkpoint. */
+/* What forward multiplies, read back through each layout, is the dequantized checkpoint, with the
+ * portable decoder and with the vector ones (where the CPU has them). Scales 110..140 with random codes
+ * cover every code, both signed zeros and every exponent step. */
 START_TEST(decoded_rows_equal_dequantized_checkpoint)
 {
     sy_rng rng = {sy_test_seed()};
@@ -221,18 +224,23 @@ START_TEST(decoded_rows_equal_dequantized_checkpoint)
         uint64_t bytes;
         uint8_t *buf = prepare(&c, layouts[l], &bytes);
         sy_error err = {{0}};
-        for (uint32_t e = 0; e < c.E; e++) {
+        /* Each expert is read back with every decoder level (capped by the CPU). */
+        for (uint32_t e = 0; e < c.E * 3; e++) {
+            int level = (int)(e % 3);
             for (uint32_t cr = 0; cr < 2 * c.I; cr++) {
                 uint32_t r = (cr % 2) * c.Ip + cr / 2;
-                ck_assert_msg(sy_moe_mxfp4_cpu_decode_rows(buf, e, SY_MOE_MATRIX_W13, &r, 1, row, &err) == SY_OK, "%s",
-                              err.msg);
-                ck_assert_msg(memcmp(row, w13 + ((size_t)e * 2 * c.I + cr) * c.H, sizeof(float) * c.H) == 0,
-                              "layout %u expert %u: w13 row %u (checkpoint row %u) decodes differently", layouts[l], e,
-                              r, cr);
+                ck_assert_msg(
+                    sy_moe_mxfp4_cpu_decode_rows_with(buf, e / 3, SY_MOE_MATRIX_W13, &r, 1, level, row, &err) == SY_OK,
+                    "%s", err.msg);
+                ck_assert_msg(
+                    memcmp(row, w13 + ((size_t)(e / 3) * 2 * c.I + cr) * c.H, sizeof(float) * c.H) == 0,
+                    "layout %u expert %u decoder level %d: w13 row %u (checkpoint row %u) decodes differently",
+                    layouts[l], e / 3, level, r, cr);
             }
             for (uint32_t n = 0; n < c.H; n++) {
-                ck_assert(sy_moe_mxfp4_cpu_decode_rows(buf, e, SY_MOE_MATRIX_W2, &n, 1, row, &err) == SY_OK);
-                ck_assert(memcmp(row, w2 + ((size_t)e * c.H + n) * c.I, sizeof(float) * c.I) == 0);
+                ck_assert(sy_moe_mxfp4_cpu_decode_rows_with(buf, e / 3, SY_MOE_MATRIX_W2, &n, 1, level, row, &err) ==
+                          SY_OK);
+                ck_assert(memcmp(row, w2 + ((size_t)(e / 3) * c.H + n) * c.I, sizeof(float) * c.I) == 0);
             }
         }
         free(buf);
@@ -240,6 +248,85 @@ START_TEST(decoded_rows_equal_dequantized_checkpoint)
     free(row);
     free(w13);
     free(w2);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+/* The forward's tile decoder (storage order) gives what the row decoder gives, at every level. */
+START_TEST(tile_decoder_equals_row_decoder)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = moe_checkpoint_random(&rng, 2, 736, 1056, 110, 140);
+    sy_moe_dims d = sy_moe_dims_of(c.E, c.H, c.I);
+    sy_moe_sections sec = sy_moe_sections_of(&d);
+    const uint32_t kb = c.Hp / 32, used = c.H / 32, tiles[3] = {5, 0, 2 * c.Ip / 16 - 1};
+    float *by_tiles = malloc(sizeof(float) * 48 * c.H), *by_rows = malloc(sizeof(float) * 48 * c.H);
+    uint64_t bytes;
+    uint8_t *buf = prepare(&c, SY_MOE_GATE_UP_INTERLEAVE, &bytes);
+    const uint8_t *w13 = buf + sec.w13_blocks + sec.w13_expert_bytes,
+                  *s13 = buf + sec.w13_scales + sec.w13_expert_scales;
+    for (int level = SY_MXFP4_DECODE_TABLE; level <= SY_MXFP4_DECODE_AVX512; level++) {
+        sy_mxfp4_cpu_decoder dec;
+        sy_mxfp4_cpu_decoder_init(&dec, level);
+        uint32_t q[48];
+        for (uint32_t i = 0; i < 48; i++)
+            q[i] = 16 * tiles[i / 16] + i % 16;
+        sy_poison_f32(by_tiles, 48 * c.H);
+        sy_mxfp4_cpu_decode_tiles(&dec, w13, s13, kb, used, tiles, 3, by_tiles);
+        sy_mxfp4_cpu_decode_tile(&dec, w13, s13, kb, used, q, 48, by_rows);
+        ck_assert_msg(memcmp(by_tiles, by_rows, sizeof(float) * 48 * c.H) == 0, "%s: tile and row decoders differ",
+                      sy_mxfp4_cpu_decoder_name(&dec));
+    }
+    free(buf);
+    free(by_tiles);
+    free(by_rows);
+    moe_checkpoint_free(&c);
+}
+END_TEST
+
+/* The fused decode-and-multiply of a few tokens: against a double dot product of the dequantized
+ * rows, and bit for bit the same at every decoder level. */
+START_TEST(decode_dot_matches_reference_at_every_level)
+{
+    sy_rng rng = {sy_test_seed()};
+    moe_checkpoint c = moe_checkpoint_random(&rng, 2, 736, 1056, 118, 124);
+    sy_moe_dims d = sy_moe_dims_of(c.E, c.H, c.I);
+    sy_moe_sections sec = sy_moe_sections_of(&d);
+    enum { TE = SY_MXFP4_DOT_MAX_TOKENS, ROWS = 48 };
+    const uint32_t kb = c.Hp / 32, used = c.H / 32, tiles[3] = {7, 1, 2 * c.Ip / 16 - 2};
+    float *x = malloc(sizeof(float) * TE * c.H), *rows = malloc(sizeof(float) * ROWS * c.H);
+    float out[3][TE * ROWS];
+    sy_fill_uniform_f32(&rng, x, (size_t)TE * c.H, -1, 1);
+    uint64_t bytes;
+    uint8_t *buf = prepare(&c, SY_MOE_GATE_UP_SEPARATED, &bytes);
+    const uint8_t *w13 = buf + sec.w13_blocks, *s13 = buf + sec.w13_scales;
+    for (int level = SY_MXFP4_DECODE_TABLE; level <= SY_MXFP4_DECODE_AVX512; level++) {
+        sy_mxfp4_cpu_decoder dec;
+        sy_mxfp4_cpu_decoder_init(&dec, level);
+        sy_poison_f32(out[level], TE * ROWS);
+        sy_mxfp4_cpu_decode_dot(&dec, w13, s13, kb, used, tiles, 3, x, c.H, TE, out[level], ROWS);
+        ck_assert_msg(memcmp(out[level], out[0], sizeof out[0]) == 0, "decode_dot at %s differs from the table level",
+                      sy_mxfp4_cpu_decoder_name(&dec));
+    }
+    sy_mxfp4_cpu_decoder dec;
+    sy_mxfp4_cpu_decoder_init(&dec, SY_MXFP4_DECODE_TABLE);
+    uint32_t q[ROWS];
+    for (uint32_t i = 0; i < ROWS; i++)
+        q[i] = 16 * tiles[i / 16] + i % 16;
+    sy_mxfp4_cpu_decode_tile(&dec, w13, s13, kb, used, q, ROWS, rows);
+    double want[TE * ROWS];
+    for (int t = 0; t < TE; t++)
+        for (int r = 0; r < ROWS; r++) {
+            double sum = 0;
+            for (uint32_t k = 0; k < c.H; k++)
+                sum += (double)rows[(size_t)r * c.H + k] * x[(size_t)t * c.H + k];
+            want[t * ROWS + r] = sum;
+        }
+    double rel = sy_rel_l2_f32(out[0], want, TE * ROWS);
+    ck_assert_msg(rel < 1e-6, "decode_dot: relative L2 %.3g against double", rel);
+    free(buf);
+    free(x);
+    free(rows);
     moe_checkpoint_free(&c);
 }
 END_TEST
@@ -252,6 +339,8 @@ int main(void)
     tcase_add_test(tc, unprepare_inverts_prepare);
     tcase_add_test(tc, w13_row_maps_are_inverse);
     tcase_add_test(tc, decoded_rows_equal_dequantized_checkpoint);
+    tcase_add_test(tc, tile_decoder_equals_row_decoder);
+    tcase_add_test(tc, decode_dot_matches_reference_at_every_level);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

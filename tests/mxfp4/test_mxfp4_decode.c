@@ -3,9 +3,11 @@
  * specification, not derived from the code under test. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "mxfp4_decode_cpu.h"
 #include "sy_mxfp4.h"
 
 /* E2M1 by code: OCP MX v1.0 table 5 (and gpt-oss weights.py FP4_VALUES). */
@@ -83,6 +85,40 @@ START_TEST(nibble_order)
 }
 END_TEST
 
+/* The host decoders (table and, where the CPU has them, AVX2 and AVX-512) against sy_mxfp4.h: all 256 bytes at every
+ * position of a block, under all 256 scales, bit for bit (NaN for the NaN scale). */
+START_TEST(host_decoders_match_exhaustively)
+{
+    enum { N = 256 * 16 };
+    static uint8_t blocks[N * SY_MXFP4_BLOCK_BYTES], scales[N];
+    static float out[N * SY_MXFP4_BLOCK];
+    for (int level = SY_MXFP4_DECODE_TABLE; level <= SY_MXFP4_DECODE_AVX512; level++) {
+        sy_mxfp4_cpu_decoder d;
+        sy_mxfp4_cpu_decoder_init(&d, level);
+        if (d.level != level)
+            fprintf(stderr, "decoder level %d is not supported here; %s checked instead\n", level,
+                    sy_mxfp4_cpu_decoder_name(&d));
+        for (uint32_t e = 0; e < 256; e++) {
+            /* Block i holds byte (i + 17 k) % 256 at position k: every byte lands in every slot. */
+            for (uint32_t i = 0; i < N; i++) {
+                scales[i] = (uint8_t)e;
+                for (uint32_t k = 0; k < SY_MXFP4_BLOCK_BYTES; k++)
+                    blocks[i * SY_MXFP4_BLOCK_BYTES + k] = (uint8_t)((i + 17 * k) % 256);
+            }
+            sy_mxfp4_cpu_decode_run(&d, blocks, scales, N, out);
+            for (uint32_t i = 0; i < N; i++)
+                for (uint32_t j = 0; j < SY_MXFP4_BLOCK; j++) {
+                    float want = sy_mxfp4_element(blocks + i * SY_MXFP4_BLOCK_BYTES, (uint8_t)e, j);
+                    float got = out[i * SY_MXFP4_BLOCK + j];
+                    if (e == 255 ? !isnan(got) : bits(got) != bits(want))
+                        ck_abort_msg("%s decoder: block %u scale %u element %u: %a, expected %a",
+                                     sy_mxfp4_cpu_decoder_name(&d), i, e, j, (double)got, (double)want);
+                }
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mxfp4_decode");
@@ -91,6 +127,7 @@ int main(void)
     tcase_add_test(tc, every_scale);
     tcase_add_test(tc, every_byte_under_every_scale);
     tcase_add_test(tc, nibble_order);
+    tcase_add_test(tc, host_decoders_match_exhaustively);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

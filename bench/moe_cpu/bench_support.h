@@ -1,0 +1,18 @@
+/* Timing, statistics and machine description shared by the host kernel benchmarks (moe_cpu,
+ * linear_cpu). */
+#ifndef SY_BENCH_SUPPORT_H
+#define SY_BENCH_SUPPORT_H
+
+#include <stddef.h>
+
+#include "util/json.h"
+
+double sy_bench_now_ms(void);
+/* Sorts `ms` in place and returns the median. */
+double sy_bench_median(double *ms, size_t n);
+/* Writes "machine": {cpu, arch, cores, blas_threads} into an open JSON object. */
+void sy_bench_json_machine(sy_json *j);
+/* The output file of --out PATH, or stdout for NULL; exits with a message when it cannot be opened. */
+FILE *sy_bench_open_out(const char *prog, const char *path);
+
+#endif
