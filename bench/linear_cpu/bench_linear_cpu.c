@@ -123,17 +123,9 @@ int main(int argc, char **argv)
 
     FILE *f = sy_bench_open_out("bench_linear_cpu", out_path);
     sy_json j;
-    sy_json_init(&j, f, 1);
-    sy_json_begin_object(&j);
-    sy_json_key(&j, "bench");
-    sy_json_string(&j, "linear_cpu");
-    sy_bench_json_machine(&j);
+    sy_bench_json_begin(&j, f, "linear_cpu", runs);
     sy_json_key(&j, "activations");
     sy_json_string(&j, "f32 x and y, f32 bias");
-    sy_json_key(&j, "runs");
-    sy_json_int(&j, runs);
-    sy_json_key(&j, "statistic");
-    sy_json_string(&j, "median ms after one warm-up");
     sy_json_key(&j, "results");
     sy_json_begin_array(&j);
     for (int i = 0; i < nres; i++) {

@@ -362,11 +362,7 @@ int main(int argc, char **argv)
 
     FILE *f = sy_bench_open_out("bench_moe_cpu", out_path);
     sy_json j;
-    sy_json_init(&j, f, 1);
-    sy_json_begin_object(&j);
-    sy_json_key(&j, "bench");
-    sy_json_string(&j, "moe_cpu");
-    sy_bench_json_machine(&j);
+    sy_bench_json_begin(&j, f, "moe_cpu", runs);
     sy_json_key(&j, "shape");
     sy_json_begin_object(&j);
     sy_json_key(&j, "experts");
@@ -382,10 +378,6 @@ int main(int argc, char **argv)
     sy_json_key(&j, "activations");
     sy_json_string(&j, "f32");
     sy_json_end_object(&j);
-    sy_json_key(&j, "runs");
-    sy_json_int(&j, runs);
-    sy_json_key(&j, "statistic");
-    sy_json_string(&j, "median ms after one warm-up");
     sy_json_key(&j, "results");
     sy_json_begin_array(&j);
     for (int c = 0; c < n_counts; c++) {

@@ -63,6 +63,19 @@ void sy_bench_json_machine(sy_json *j)
     sy_json_end_object(j);
 }
 
+void sy_bench_json_begin(sy_json *j, FILE *f, const char *bench, int runs)
+{
+    sy_json_init(j, f, 1);
+    sy_json_begin_object(j);
+    sy_json_key(j, "bench");
+    sy_json_string(j, bench);
+    sy_bench_json_machine(j);
+    sy_json_key(j, "runs");
+    sy_json_int(j, runs);
+    sy_json_key(j, "statistic");
+    sy_json_string(j, "median ms after one warm-up");
+}
+
 FILE *sy_bench_open_out(const char *prog, const char *path)
 {
     FILE *f = path ? fopen(path, "w") : stdout;

@@ -10,8 +10,11 @@
 double sy_bench_now_ms(void);
 /* Sorts `ms` in place and returns the median. */
 double sy_bench_median(double *ms, size_t n);
-/* Writes "machine": {cpu, arch, cores, blas_threads} into an open JSON object. */
+/* Writes "machine": {cpu, arch, cores, blas_threads, blas_config} into an open JSON object. */
 void sy_bench_json_machine(sy_json *j);
+/* Opens the report object: "bench": name, "machine": {cpu, arch, cores, blas_threads, blas_config},
+ * "runs", "statistic" (the median after one warm-up); the caller adds its fields and closes it. */
+void sy_bench_json_begin(sy_json *j, FILE *f, const char *bench, int runs);
 /* The output file of --out PATH, or stdout for NULL; exits with a message when it cannot be opened. */
 FILE *sy_bench_open_out(const char *prog, const char *path);
 

@@ -170,67 +170,42 @@ block_avx512(const sy_mxfp4_cpu_decoder *d, const uint8_t *block, uint8_t scale_
 DEFINE_DECODERS(avx512, __attribute__((target("avx512f"))), block_avx512)
 #endif
 
+/* Runs the instantiation of `name` for the decoder's level. */
+#if SY_MXFP4_X86
+#define DISPATCH(name, ...)                                                                                            \
+    do {                                                                                                               \
+        if (d->level == SY_MXFP4_DECODE_AVX512)                                                                        \
+            name##_avx512(__VA_ARGS__);                                                                                \
+        else if (d->level == SY_MXFP4_DECODE_AVX2)                                                                     \
+            name##_avx2(__VA_ARGS__);                                                                                  \
+        else                                                                                                           \
+            name##_table(__VA_ARGS__);                                                                                 \
+    } while (0)
+#else
+#define DISPATCH(name, ...) name##_table(__VA_ARGS__)
+#endif
+
 void sy_mxfp4_cpu_decode_tile(const sy_mxfp4_cpu_decoder *d, const uint8_t *blocks, const uint8_t *scales,
                               uint32_t kblocks, uint32_t kblocks_used, const uint32_t *q, uint32_t n, float *dst)
 {
-#if SY_MXFP4_X86
-    if (d->level == SY_MXFP4_DECODE_AVX512) {
-        decode_tile_avx512(d, blocks, scales, kblocks, kblocks_used, q, n, dst);
-        return;
-    }
-    if (d->level == SY_MXFP4_DECODE_AVX2) {
-        decode_tile_avx2(d, blocks, scales, kblocks, kblocks_used, q, n, dst);
-        return;
-    }
-#endif
-    decode_tile_table(d, blocks, scales, kblocks, kblocks_used, q, n, dst);
+    DISPATCH(decode_tile, d, blocks, scales, kblocks, kblocks_used, q, n, dst);
 }
 
 void sy_mxfp4_cpu_decode_tiles(const sy_mxfp4_cpu_decoder *d, const uint8_t *blocks, const uint8_t *scales,
                                uint32_t kblocks, uint32_t kblocks_used, const uint32_t *tiles, uint32_t n, float *dst)
 {
-#if SY_MXFP4_X86
-    if (d->level == SY_MXFP4_DECODE_AVX512) {
-        decode_tiles_avx512(d, blocks, scales, kblocks, kblocks_used, tiles, n, dst);
-        return;
-    }
-    if (d->level == SY_MXFP4_DECODE_AVX2) {
-        decode_tiles_avx2(d, blocks, scales, kblocks, kblocks_used, tiles, n, dst);
-        return;
-    }
-#endif
-    decode_tiles_table(d, blocks, scales, kblocks, kblocks_used, tiles, n, dst);
+    DISPATCH(decode_tiles, d, blocks, scales, kblocks, kblocks_used, tiles, n, dst);
 }
 
 void sy_mxfp4_cpu_decode_dot(const sy_mxfp4_cpu_decoder *d, const uint8_t *blocks, const uint8_t *scales,
                              uint32_t kblocks, uint32_t kblocks_used, const uint32_t *tiles, uint32_t n, const float *x,
                              uint64_t ldx, uint32_t te, float *out, uint64_t ldo)
 {
-#if SY_MXFP4_X86
-    if (d->level == SY_MXFP4_DECODE_AVX512) {
-        decode_dot_avx512(d, blocks, scales, kblocks, kblocks_used, tiles, n, x, ldx, te, out, ldo);
-        return;
-    }
-    if (d->level == SY_MXFP4_DECODE_AVX2) {
-        decode_dot_avx2(d, blocks, scales, kblocks, kblocks_used, tiles, n, x, ldx, te, out, ldo);
-        return;
-    }
-#endif
-    decode_dot_table(d, blocks, scales, kblocks, kblocks_used, tiles, n, x, ldx, te, out, ldo);
+    DISPATCH(decode_dot, d, blocks, scales, kblocks, kblocks_used, tiles, n, x, ldx, te, out, ldo);
 }
 
 void sy_mxfp4_cpu_decode_run(const sy_mxfp4_cpu_decoder *d, const uint8_t *blocks, const uint8_t *scales, uint64_t n,
                              float *dst)
 {
-#if SY_MXFP4_X86
-    if (d->level == SY_MXFP4_DECODE_AVX512) {
-        decode_run_avx512(d, blocks, scales, n, dst);
-        return;
-    }
-    if (d->level == SY_MXFP4_DECODE_AVX2) {
-        decode_run_avx2(d, blocks, scales, n, dst);
-        return;
-    }
-#endif
-    decode_run_table(d, blocks, scales, n, dst);
+    DISPATCH(decode_run, d, blocks, scales, n, dst);
 }
