@@ -203,7 +203,8 @@ endfunction()
 
 # sy_add_gpu_backend(VENDOR): libsy_backend_<vendor>.so from the one backend source.
 function(sy_add_gpu_backend vendor)
-  sy_add_gpu_module(sy_backend_${vendor} ${vendor} ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c)
+  sy_add_gpu_module(sy_backend_${vendor} ${vendor} ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c
+                    ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_synth.cu)
   set_target_properties(sy_backend_${vendor} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SY_PLUGIN_OUTPUT_DIR})
   sy_restrict_permissions(sy_backend_${vendor})
   install(TARGETS sy_backend_${vendor} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})

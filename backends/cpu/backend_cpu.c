@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "switchyard/backend.h"
+#include "sy_synth.h"
 
 #define CPU_ALIGNMENT 256
 
@@ -181,6 +182,24 @@ static sy_status cpu_event_elapsed(void *ctx, sy_event a, sy_event b, float *ms,
     return SY_OK;
 }
 
+static sy_status cpu_synth_fill(void *ctx, sy_stream s, void *dst, uint64_t count, const sy_synth_spec *spec,
+                                sy_error *err)
+{
+    (void)ctx;
+    (void)s;
+    if (spec->kind < SY_SYNTH_BF16_UNIFORM || spec->kind > SY_SYNTH_E8M0)
+        return fail(err, SY_E_INVALID, "synth_fill: unknown synthetic tensor kind");
+    for (uint64_t i = 0; i < count; i++) {
+        uint16_t v = sy_synth_element(spec->kind, spec->seed, spec->tensor, i, spec->scale, spec->offset,
+                                      spec->e8m0_base, spec->e8m0_span);
+        if (spec->kind == SY_SYNTH_BF16_UNIFORM)
+            ((uint16_t *)dst)[i] = v;
+        else
+            ((uint8_t *)dst)[i] = (uint8_t)v;
+    }
+    return SY_OK;
+}
+
 static const sy_backend_desc cpu_backend = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,
@@ -204,6 +223,7 @@ static const sy_backend_desc cpu_backend = {
     .event_record = cpu_event_record,
     .event_sync = cpu_event_sync,
     .event_elapsed_ms = cpu_event_elapsed,
+    .synth_fill = cpu_synth_fill,
 };
 
 SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gpu_runtime.h"
+#include "gpu_synth.h"
 #include "switchyard/backend.h"
 
 #ifndef SY_GPU_ARCHS
@@ -291,6 +292,21 @@ static sy_status gpu_event_elapsed_ms(void *ctx, sy_event start, sy_event end, f
     return SY_OK;
 }
 
+static sy_status gpu_synth_fill(void *ctx, sy_stream stream, void *dst, uint64_t count, const sy_synth_spec *spec,
+                                sy_error *err)
+{
+    const gpu_ctx *c = ctx;
+    if (spec->kind < SY_SYNTH_BF16_UNIFORM || spec->kind > SY_SYNTH_E8M0)
+        return fail_invalid(err, "synth_fill: unknown synthetic tensor kind");
+    sy_status st = select_device(c, err);
+    if (st != SY_OK)
+        return st;
+    SY_GPU_CHECKF(err, (gpuError_t)sy_gpu_synth_fill((void *)sy_gpu_stream(stream), dst, count, spec),
+                  "synthetic tensor %u, %llu elements, on device %d", spec->tensor, (unsigned long long)count,
+                  c->device);
+    return SY_OK;
+}
+
 static const sy_backend_desc gpu_backend = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,
@@ -314,6 +330,7 @@ static const sy_backend_desc gpu_backend = {
     .event_record = gpu_event_record,
     .event_sync = gpu_event_sync,
     .event_elapsed_ms = gpu_event_elapsed_ms,
+    .synth_fill = gpu_synth_fill,
 };
 
 SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor);

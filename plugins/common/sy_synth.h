@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+#include <math.h>
+
+#include "sy_numeric.h"
 #include "sy_portable.h"
 
 SY_HD uint64_t sy_synth_mix(uint64_t z)
@@ -22,10 +25,22 @@ SY_HD uint64_t sy_synth_bits(uint64_t seed, uint32_t tensor, uint64_t i)
     return sy_synth_mix(stream + (i + 1u) * 0x9E3779B97F4A7C15ull);
 }
 
-/* Uniform in [-1, 1). */
+/* Uniform in [-1, 1) on a grid of 2^-23: exact in f32, so host and device agree bit for bit. */
 SY_HD float sy_synth_uniform(uint64_t seed, uint32_t tensor, uint64_t i)
 {
-    return (float)((double)(sy_synth_bits(seed, tensor, i) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+    return (float)(int32_t)((sy_synth_bits(seed, tensor, i) >> 40) - (1u << 23)) * (1.0f / 8388608.0f);
+}
+
+/* One element of a synthetic tensor (sy_synth_spec in backend.h): bf16 bits for
+ * SY_SYNTH_BF16_UNIFORM, a byte otherwise. fmaf keeps offset + scale * u one rounding everywhere. */
+SY_HD uint16_t sy_synth_element(uint32_t kind, uint64_t seed, uint32_t tensor, uint64_t i, float scale, float offset,
+                                uint32_t e8m0_base, uint32_t e8m0_span)
+{
+    if (kind == 1u) /* SY_SYNTH_BF16_UNIFORM */
+        return sy_f32_to_bf16(fmaf(scale, sy_synth_uniform(seed, tensor, i), offset));
+    if (kind == 2u) /* SY_SYNTH_BYTES */
+        return (uint16_t)((sy_synth_bits(seed, tensor, i) >> 24) & 0xFFu);
+    return (uint16_t)(e8m0_base + (uint32_t)(sy_synth_bits(seed, tensor, i) % (e8m0_span ? e8m0_span : 1u)));
 }
 
 #endif

@@ -49,6 +49,27 @@ typedef enum sy_memcpy_kind {
     SY_MEMCPY_D2D = 3
 } sy_memcpy_kind;
 
+/* Synthetic tensors made where they live (see sy_backend_desc.synth_fill). Element i of tensor
+ * `tensor` under `seed` is a pure function of (seed, tensor, i); the formulas are those of
+ * plugins/common/sy_synth.h, which every backend must reproduce bit for bit. */
+typedef enum sy_synth_kind {
+    SY_SYNTH_BF16_UNIFORM = 1, /* bf16(offset + scale * u), u uniform in [-1, 1) */
+    SY_SYNTH_BYTES = 2,        /* uniform bytes (MXFP4 blocks: two E2M1 codes each) */
+    SY_SYNTH_E8M0 = 3          /* e8m0 scale bytes uniform in base .. base + span - 1 */
+} sy_synth_kind;
+
+typedef struct sy_synth_spec {
+    uint32_t struct_size;
+    uint32_t kind;        /* sy_synth_kind */
+    uint64_t seed;
+    uint32_t tensor;      /* tensor id (the engine's checkpoint numbering) */
+    float scale;          /* SY_SYNTH_BF16_UNIFORM */
+    float offset;
+    uint32_t e8m0_base;   /* SY_SYNTH_E8M0 */
+    uint32_t e8m0_span;
+    uint32_t reserved0;
+} sy_synth_spec;
+
 typedef struct sy_backend_desc {
     uint32_t abi_major;   /* SY_ABI_MAJOR the backend was built against; 0 is invalid */
     uint32_t abi_minor;   /* SY_ABI_MINOR the backend was built against */
@@ -88,6 +109,12 @@ typedef struct sy_backend_desc {
     sy_status (*event_record)(void *ctx, sy_event event, sy_stream stream, sy_error *err);
     sy_status (*event_sync)(void *ctx, sy_event event, sy_error *err);
     sy_status (*event_elapsed_ms)(void *ctx, sy_event start, sy_event end, float *ms, sy_error *err);
+
+    /* Optional (NULL: the engine generates synthetic weights on the host and copies them). Fills
+     * `count` elements at dst (bf16 for SY_SYNTH_BF16_UNIFORM, bytes otherwise) on the stream, so a
+     * large synthetic model never passes through host memory. */
+    sy_status (*synth_fill)(void *ctx, sy_stream stream, void *dst, uint64_t count, const sy_synth_spec *spec,
+                            sy_error *err);
 } sy_backend_desc;
 
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, abi_major) == 0, "sy_backend_desc v1 layout");
@@ -112,7 +139,16 @@ SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_destroy) == 136, "sy_backend_de
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_record) == 144, "sy_backend_desc v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_sync) == 152, "sy_backend_desc v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_elapsed_ms) == 160, "sy_backend_desc v1 layout");
-SY_STATIC_ASSERT(sizeof(sy_backend_desc) == 168, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, synth_fill) == 168, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(sizeof(sy_backend_desc) == 176, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, kind) == 4, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, seed) == 8, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, tensor) == 16, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, scale) == 20, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, offset) == 24, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, e8m0_base) == 28, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_synth_spec, e8m0_span) == 32, "sy_synth_spec v1 layout");
+SY_STATIC_ASSERT(sizeof(sy_synth_spec) == 40, "sy_synth_spec v1 layout");
 
 typedef const sy_backend_desc *(*sy_backend_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
 #define SY_BACKEND_ENTRY_SYMBOL "sy_backend_entry"

@@ -237,20 +237,49 @@ static sy_status geometry(sy_engine *e, uint32_t pages, sy_kv_geometry *g, sy_er
     return SY_OK;
 }
 
-static void *f32_from_bf16(const uint16_t *src, uint64_t n)
+/* A bf16 or byte checkpoint tensor on the device: generated there when the backend can (a large
+ * model then never passes through host memory), else generated on the host and copied. */
+static sy_status gen_device(sy_engine *e, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
 {
-    float *f = sy_xcalloc(n, sizeof *f);
-    for (uint64_t i = 0; i < n; i++)
-        f[i] = sy_bf16_to_f32(src[i]);
-    return f;
+    sy_synth_spec spec = sy_synth_spec_for(&e->d, e->plan.weight_seed, layer, kind);
+    uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
+    size_t bytes = n * (spec.kind == SY_SYNTH_BF16_UNIFORM ? 2u : 1u);
+    sy_status st = dalloc(e, bytes, dst, err);
+    if (st != SY_OK)
+        return st;
+    if (SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, synth_fill) && e->be->synth_fill) {
+        sy_error inner = {{0}};
+        if (e->be->synth_fill(e->bctx, e->stream, *dst, n, &spec, &inner) != SY_OK) {
+            char name[128];
+            return sy_fail(err, SY_E_BACKEND, "%s: generating %s on the device failed: %s", e->be->name,
+                           sy_ckpt_name(layer, kind, name, sizeof name), inner.msg);
+        }
+        return SY_OK;
+    }
+    void *host = sy_xcalloc(bytes, 1);
+    sy_synth_fill_host(&spec, host, n);
+    st = sy_eng_copy(e, *dst, host, bytes, SY_MEMCPY_H2D, err);
+    if (st == SY_OK)
+        st = sy_eng_sync(e, err);
+    free(host);
+    return st;
 }
 
-static sy_status upload_f32(sy_engine *e, void **dst, const uint16_t *bf16, uint64_t n, sy_error *err)
+/* Small tensors the plugins take in f32 (biases, norm weights, sinks): checkpoint bf16 values,
+ * widened on the host. */
+static sy_status gen_f32(sy_engine *e, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
 {
-    float *f = f32_from_bf16(bf16, n);
+    sy_synth_spec spec = sy_synth_spec_for(&e->d, e->plan.weight_seed, layer, kind);
+    uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
+    uint16_t *bf = sy_xcalloc(n, sizeof *bf);
+    float *f = sy_xcalloc(n, sizeof *f);
+    sy_synth_fill_host(&spec, bf, n);
+    for (uint64_t i = 0; i < n; i++)
+        f[i] = sy_bf16_to_f32(bf[i]);
     sy_status st = upload(e, dst, f, n * sizeof(float), err);
     if (st == SY_OK)
         st = sy_eng_sync(e, err);
+    free(bf);
     free(f);
     return st;
 }
@@ -259,46 +288,35 @@ static sy_status load_layer(sy_engine *e, uint32_t l, sy_error *err)
 {
     const sy_model_dims *d = &e->d;
     layer_weights *w = &e->layer[l];
-    sy_host_layer h = {0};
     sy_status st = SY_OK;
-    sy_synth_layer(d, e->plan.weight_seed, l, &h);
-#define N(kind) sy_ckpt_numel(d, l, kind)
-#define UP(dst, src, kind) \
-    if (st == SY_OK)       \
-    st = upload(e, &w->dst, h.src, N(kind) * 2, err)
-#define UPF(dst, src, kind) \
-    if (st == SY_OK)        \
-    st = upload_f32(e, &w->dst, h.src, N(kind), err)
-    UP(q_w, q_w, SY_T_Q_W);
-    UP(k_w, k_w, SY_T_K_W);
-    UP(v_w, v_w, SY_T_V_W);
-    UP(o_w, o_w, SY_T_O_W);
-    UP(router_w, router_w, SY_T_ROUTER_W);
-    UPF(q_b, q_b, SY_T_Q_B);
-    UPF(k_b, k_b, SY_T_K_B);
-    UPF(v_b, v_b, SY_T_V_B);
-    UPF(o_b, o_b, SY_T_O_B);
-    UPF(router_b, router_b, SY_T_ROUTER_B);
-    UPF(sinks, sinks, SY_T_SINKS);
-    UPF(attn_norm, attn_norm, SY_T_ATTN_NORM);
-    UPF(mlp_norm, mlp_norm, SY_T_MLP_NORM);
+    struct {
+        void **dst;
+        uint32_t kind;
+        int f32;
+    } dense[] = {
+        {&w->q_w, SY_T_Q_W, 0},           {&w->k_w, SY_T_K_W, 0},          {&w->v_w, SY_T_V_W, 0},
+        {&w->o_w, SY_T_O_W, 0},           {&w->router_w, SY_T_ROUTER_W, 0}, {&w->q_b, SY_T_Q_B, 1},
+        {&w->k_b, SY_T_K_B, 1},           {&w->v_b, SY_T_V_B, 1},          {&w->o_b, SY_T_O_B, 1},
+        {&w->router_b, SY_T_ROUTER_B, 1}, {&w->sinks, SY_T_SINKS, 1},      {&w->attn_norm, SY_T_ATTN_NORM, 1},
+        {&w->mlp_norm, SY_T_MLP_NORM, 1},
+    };
+    for (size_t i = 0; st == SY_OK && i < sizeof dense / sizeof dense[0]; i++)
+        st = dense[i].f32 ? gen_f32(e, l, dense[i].kind, dense[i].dst, err)
+                          : gen_device(e, l, dense[i].kind, dense[i].dst, err);
     /* Experts go through the MoE plugin's prepare, exactly like a loaded checkpoint. */
     void *w13b = NULL, *w13s = NULL, *w13bias = NULL, *w2b = NULL, *w2s = NULL, *w2bias = NULL;
     if (st == SY_OK)
-        st = upload(e, &w13b, h.w13_blocks, N(SY_T_W13_BLOCKS), err);
+        st = gen_device(e, l, SY_T_W13_BLOCKS, &w13b, err);
     if (st == SY_OK)
-        st = upload(e, &w13s, h.w13_scales, N(SY_T_W13_SCALES), err);
+        st = gen_device(e, l, SY_T_W13_SCALES, &w13s, err);
     if (st == SY_OK)
-        st = upload_f32(e, &w13bias, h.w13_bias, N(SY_T_W13_BIAS), err);
+        st = gen_f32(e, l, SY_T_W13_BIAS, &w13bias, err);
     if (st == SY_OK)
-        st = upload(e, &w2b, h.w2_blocks, N(SY_T_W2_BLOCKS), err);
+        st = gen_device(e, l, SY_T_W2_BLOCKS, &w2b, err);
     if (st == SY_OK)
-        st = upload(e, &w2s, h.w2_scales, N(SY_T_W2_SCALES), err);
+        st = gen_device(e, l, SY_T_W2_SCALES, &w2s, err);
     if (st == SY_OK)
-        st = upload_f32(e, &w2bias, h.w2_bias, N(SY_T_W2_BIAS), err);
-#undef N
-#undef UP
-#undef UPF
+        st = gen_f32(e, l, SY_T_W2_BIAS, &w2bias, err);
     uint64_t prepared = 0;
     if (st == SY_OK && (st = e->moe->prepared_bytes(&e->moe_shape, &prepared, err)) != SY_OK)
         st = sy_op_failed(e, SY_KIND_MOE, "prepared_bytes", st, err);
@@ -330,7 +348,6 @@ static sy_status load_layer(sy_engine *e, uint32_t l, sy_error *err)
     dfree(e, w2b);
     dfree(e, w2s);
     dfree(e, w2bias);
-    sy_host_layer_free(&h);
     return st;
 }
 
@@ -348,7 +365,7 @@ static sy_status alloc_pools(sy_engine *e, sy_error *err)
         uint32_t need = (span + P - 1) / P + 1;
         if (need > pages_per_seq)
             need = pages_per_seq;
-        e->swa_pages = p->batch * need + 1;
+        e->swa_pages = p->swa_pool_tokens ? (p->swa_pool_tokens + P - 1) / P + 1 : p->batch * need + 1;
     }
     sy_status st = sy_kv_cache_init(&e->cache, P, W, p->batch, seq_tokens, e->full_pages, e->swa_pages ? e->swa_pages : 2,
                                     err);
@@ -470,17 +487,15 @@ sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err)
     for (uint32_t l = 0; l < e->d.layers; l++)
         if ((st = load_layer(e, l, err)) != SY_OK)
             return st;
-    sy_host_weights g = {0};
-    sy_synth_globals(&e->d, plan->weight_seed, &g);
-    st = upload_f32(e, &e->final_norm, g.final_norm, e->d.hidden, err);
-    if (st == SY_OK)
-        st = upload(e, &e->lm_head, g.lm_head, sy_ckpt_numel(&e->d, SY_GLOBAL_LAYER, SY_T_LM_HEAD) * 2, err);
-    if (st == SY_OK)
-        st = sy_eng_sync(e, err);
-    e->embed_host = g.embed;
-    g.embed = NULL;
-    sy_host_weights_free(&g);
-    return st;
+    if ((st = gen_f32(e, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, &e->final_norm, err)) != SY_OK ||
+        (st = gen_device(e, SY_GLOBAL_LAYER, SY_T_LM_HEAD, &e->lm_head, err)) != SY_OK || (st = sy_eng_sync(e, err)))
+        return st;
+    /* Embedding rows are looked up on the host and copied per step. */
+    sy_synth_spec embed = sy_synth_spec_for(&e->d, plan->weight_seed, SY_GLOBAL_LAYER, SY_T_EMBED);
+    uint64_t n_embed = sy_ckpt_numel(&e->d, SY_GLOBAL_LAYER, SY_T_EMBED);
+    e->embed_host = sy_xcalloc(n_embed, sizeof *e->embed_host);
+    sy_synth_fill_host(&embed, e->embed_host, n_embed);
+    return SY_OK;
 }
 
 void sy_engine_destroy(sy_engine *e)

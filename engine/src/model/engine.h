@@ -27,6 +27,7 @@ typedef struct sy_plan {
     uint32_t pad_multiple;    /* > 1: post-attention norm padded to this multiple for the MoE */
     int32_t attn_num_splits;  /* 0: the plugin chooses */
     uint32_t pool_tokens;     /* full-attention pool capacity; 0 = exactly what the workload needs */
+    uint32_t swa_pool_tokens; /* sliding-window pool capacity; 0 = the window plus one chunk per sequence */
     /* workload */
     uint32_t batch, input_len, output_len, prefill_chunk;
     uint32_t warmup, repeat;

@@ -102,8 +102,8 @@ sy_status sy_kv_cache_reserve(sy_kv_cache *c, uint32_t s, uint32_t new_len, sy_e
                 pool_release(&c->full, full);
                 return sy_fail(err, SY_E_NOMEM,
                                "sliding-window KV pool exhausted: sequence %u needs a page, all %u pages are in use; "
-                               "the pool holds the window of %u tokens plus one prefill chunk per sequence, so "
-                               "lower workload.prefill_chunk",
+                               "each sequence needs the window of %u tokens plus one prefill chunk; raise "
+                               "kv_cache.swa_pool_tokens (0 sizes it automatically) or lower workload.prefill_chunk",
                                s, c->swa.num_pages - 1, c->window);
             }
             map_page(c, full, swa);

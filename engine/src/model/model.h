@@ -75,6 +75,11 @@ void sy_synth_globals(const sy_model_dims *d, uint64_t seed, sy_host_weights *ou
 void sy_host_layer_free(sy_host_layer *l);
 void sy_host_weights_free(sy_host_weights *w); /* globals and any layers held */
 
+/* How a checkpoint tensor is generated (kind, scale, offset, e8m0 range): the one definition, used
+ * by host generation and by backends' synth_fill. */
+sy_synth_spec sy_synth_spec_for(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind);
+void sy_synth_fill_host(const sy_synth_spec *spec, void *dst, uint64_t count);
+
 /* Element count of a per-layer tensor kind, or of a global one with layer == SY_GLOBAL_LAYER. */
 uint64_t sy_ckpt_numel(const sy_model_dims *d, uint32_t layer, uint32_t kind);
 /* HF name of a tensor: "model.layers.3.self_attn.q_proj.weight", "model.embed_tokens.weight". */

@@ -50,6 +50,7 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->token_seed = (uint64_t)sy_config_int(cfg, "workload.seed");
     p->per_op_timing = sy_config_bool(cfg, "report.per_op");
     p->pool_tokens = u32(cfg, "kv_cache.pool_tokens");
+    p->swa_pool_tokens = u32(cfg, "kv_cache.swa_pool_tokens");
     uint64_t budget = (uint64_t)sy_config_int(cfg, "kv_cache.memory_budget_mib") << 20;
     if (budget && !p->pool_tokens) {
         /* The budget covers the full-attention layers' K and V; the sliding pool is sized by the window. */

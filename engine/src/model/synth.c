@@ -1,7 +1,8 @@
 /* Synthetic gpt-oss checkpoints in the HF layout. Magnitudes follow what trained checkpoints look
  * like so that activations stay in a realistic range through many layers: dense weights uniform
- * with unit output variance (sqrt(3 / fan_in)), small biases, norm weights near 1, MXFP4 scale
- * exponents spread over six octaves (2^-5 .. 2^0 before the 1/sqrt(fan_in) shift). */
+ * with unit output variance (sqrt(3 / fan_in)), biases within +-0.02, norm weights within 1 +- 0.1,
+ * sinks within +-2, MXFP4 scale exponents spread over six octaves (2^-5 .. 2^0 before a
+ * 1/sqrt(fan_in) shift). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,73 +87,97 @@ sy_status sy_model_dims_check(const sy_model_dims *d, sy_error *err)
     return SY_OK;
 }
 
-static uint16_t *synth_bf16(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind, float scale,
-                            float offset)
+/* The generator of each checkpoint tensor: one place, shared by host generation and by backends
+ * that generate on the device (sy_backend_desc.synth_fill). */
+sy_synth_spec sy_synth_spec_for(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind)
 {
-    uint64_t n = sy_ckpt_numel(d, layer, kind);
-    uint32_t id = sy_tensor_id(layer == SY_GLOBAL_LAYER ? 1023u : layer, kind);
-    uint16_t *t = sy_xcalloc(n, sizeof *t);
-    for (uint64_t i = 0; i < n; i++)
-        t[i] = sy_f32_to_bf16(offset + scale * sy_synth_uniform(seed, id, i));
-    return t;
+    sy_synth_spec s = {0};
+    s.struct_size = sizeof s;
+    s.seed = seed;
+    s.tensor = sy_tensor_id(layer == SY_GLOBAL_LAYER ? 1023u : layer, kind);
+    s.kind = SY_SYNTH_BF16_UNIFORM;
+    float in_scale = sqrtf(3.0f / (float)d->hidden);
+    if (layer == SY_GLOBAL_LAYER) {
+        if (kind == SY_T_EMBED)
+            s.scale = 1.0f;
+        else if (kind == SY_T_FINAL_NORM)
+            s.scale = 0.1f, s.offset = 1.0f;
+        else
+            s.scale = in_scale;
+        return s;
+    }
+    switch (kind) {
+    case SY_T_Q_W: case SY_T_K_W: case SY_T_V_W: case SY_T_ROUTER_W: s.scale = in_scale; break;
+    case SY_T_O_W: s.scale = sqrtf(3.0f / (float)(d->q_heads * d->head_dim)); break;
+    case SY_T_SINKS: s.scale = 2.0f; break;
+    case SY_T_ATTN_NORM: case SY_T_MLP_NORM: s.scale = 0.1f, s.offset = 1.0f; break;
+    case SY_T_W13_BLOCKS: case SY_T_W2_BLOCKS: s.kind = SY_SYNTH_BYTES; break;
+    case SY_T_W13_SCALES: case SY_T_W2_SCALES: {
+        /* e8m0 exponents over six octaves, shifted down by log2(sqrt(K)) - 2 so that a K-long dot
+         * product of E2M1 values (mean magnitude ~2.5) stays of order one. */
+        uint32_t k = kind == SY_T_W13_SCALES ? d->hidden : d->intermediate;
+        int shift = (int)lround(0.5 * log2((double)k)) - 2;
+        s.kind = SY_SYNTH_E8M0;
+        s.e8m0_base = (uint32_t)(122 - (shift > 0 ? shift : 0));
+        s.e8m0_span = 6;
+        break;
+    }
+    default: s.scale = 0.02f; break; /* biases */
+    }
+    return s;
 }
 
-static uint8_t *synth_bytes(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind)
+void sy_synth_fill_host(const sy_synth_spec *s, void *dst, uint64_t count)
 {
-    uint64_t n = sy_ckpt_numel(d, layer, kind);
-    uint32_t id = sy_tensor_id(layer, kind);
-    uint8_t *t = sy_xcalloc(n, 1);
-    for (uint64_t i = 0; i < n; i++)
-        t[i] = (uint8_t)(sy_synth_bits(seed, id, i) >> 24);
-    return t;
+    if (s->kind == SY_SYNTH_BF16_UNIFORM) {
+        uint16_t *t = dst;
+        for (uint64_t i = 0; i < count; i++)
+            t[i] = sy_synth_element(s->kind, s->seed, s->tensor, i, s->scale, s->offset, 0, 0);
+    } else {
+        uint8_t *t = dst;
+        for (uint64_t i = 0; i < count; i++)
+            t[i] = (uint8_t)sy_synth_element(s->kind, s->seed, s->tensor, i, 0, 0, s->e8m0_base, s->e8m0_span);
+    }
 }
 
-/* e8m0 exponents over six octaves, shifted down by log2(sqrt(K)) - 2 so that a K-long dot product of
- * E2M1 values (mean magnitude ~2.5) stays of order one. */
-static uint8_t *synth_scales(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind, uint32_t k)
+static void *synth(const sy_model_dims *d, uint64_t seed, uint32_t layer, uint32_t kind)
 {
+    sy_synth_spec s = sy_synth_spec_for(d, seed, layer, kind);
     uint64_t n = sy_ckpt_numel(d, layer, kind);
-    uint32_t id = sy_tensor_id(layer, kind);
-    int shift = (int)lround(0.5 * log2((double)k)) - 2;
-    if (shift < 0)
-        shift = 0;
-    uint8_t *t = sy_xcalloc(n, 1);
-    for (uint64_t i = 0; i < n; i++)
-        t[i] = (uint8_t)(122 - shift + (int)(sy_synth_bits(seed, id, i) % 6u));
+    void *t = sy_xcalloc(n, s.kind == SY_SYNTH_BF16_UNIFORM ? 2 : 1);
+    sy_synth_fill_host(&s, t, n);
     return t;
 }
 
 void sy_synth_layer(const sy_model_dims *d, uint64_t seed, uint32_t l, sy_host_layer *o)
 {
-    float in_scale = sqrtf(3.0f / (float)d->hidden);
-    float o_scale = sqrtf(3.0f / (float)(d->q_heads * d->head_dim));
-    o->q_w = synth_bf16(d, seed, l, SY_T_Q_W, in_scale, 0);
-    o->k_w = synth_bf16(d, seed, l, SY_T_K_W, in_scale, 0);
-    o->v_w = synth_bf16(d, seed, l, SY_T_V_W, in_scale, 0);
-    o->o_w = synth_bf16(d, seed, l, SY_T_O_W, o_scale, 0);
-    o->q_b = synth_bf16(d, seed, l, SY_T_Q_B, 0.02f, 0);
-    o->k_b = synth_bf16(d, seed, l, SY_T_K_B, 0.02f, 0);
-    o->v_b = synth_bf16(d, seed, l, SY_T_V_B, 0.02f, 0);
-    o->o_b = synth_bf16(d, seed, l, SY_T_O_B, 0.02f, 0);
-    o->sinks = synth_bf16(d, seed, l, SY_T_SINKS, 2.0f, 0);
-    o->attn_norm = synth_bf16(d, seed, l, SY_T_ATTN_NORM, 0.1f, 1.0f);
-    o->mlp_norm = synth_bf16(d, seed, l, SY_T_MLP_NORM, 0.1f, 1.0f);
-    o->router_w = synth_bf16(d, seed, l, SY_T_ROUTER_W, in_scale, 0);
-    o->router_b = synth_bf16(d, seed, l, SY_T_ROUTER_B, 0.02f, 0);
-    o->w13_blocks = synth_bytes(d, seed, l, SY_T_W13_BLOCKS);
-    o->w13_scales = synth_scales(d, seed, l, SY_T_W13_SCALES, d->hidden);
-    o->w13_bias = synth_bf16(d, seed, l, SY_T_W13_BIAS, 0.02f, 0);
-    o->w2_blocks = synth_bytes(d, seed, l, SY_T_W2_BLOCKS);
-    o->w2_scales = synth_scales(d, seed, l, SY_T_W2_SCALES, d->intermediate);
-    o->w2_bias = synth_bf16(d, seed, l, SY_T_W2_BIAS, 0.02f, 0);
+    o->q_w = synth(d, seed, l, SY_T_Q_W);
+    o->k_w = synth(d, seed, l, SY_T_K_W);
+    o->v_w = synth(d, seed, l, SY_T_V_W);
+    o->o_w = synth(d, seed, l, SY_T_O_W);
+    o->q_b = synth(d, seed, l, SY_T_Q_B);
+    o->k_b = synth(d, seed, l, SY_T_K_B);
+    o->v_b = synth(d, seed, l, SY_T_V_B);
+    o->o_b = synth(d, seed, l, SY_T_O_B);
+    o->sinks = synth(d, seed, l, SY_T_SINKS);
+    o->attn_norm = synth(d, seed, l, SY_T_ATTN_NORM);
+    o->mlp_norm = synth(d, seed, l, SY_T_MLP_NORM);
+    o->router_w = synth(d, seed, l, SY_T_ROUTER_W);
+    o->router_b = synth(d, seed, l, SY_T_ROUTER_B);
+    o->w13_blocks = synth(d, seed, l, SY_T_W13_BLOCKS);
+    o->w13_scales = synth(d, seed, l, SY_T_W13_SCALES);
+    o->w13_bias = synth(d, seed, l, SY_T_W13_BIAS);
+    o->w2_blocks = synth(d, seed, l, SY_T_W2_BLOCKS);
+    o->w2_scales = synth(d, seed, l, SY_T_W2_SCALES);
+    o->w2_bias = synth(d, seed, l, SY_T_W2_BIAS);
 }
 
 void sy_synth_globals(const sy_model_dims *d, uint64_t seed, sy_host_weights *o)
 {
     o->dims = *d;
-    o->embed = synth_bf16(d, seed, SY_GLOBAL_LAYER, SY_T_EMBED, 1.0f, 0);
-    o->final_norm = synth_bf16(d, seed, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, 0.1f, 1.0f);
-    o->lm_head = synth_bf16(d, seed, SY_GLOBAL_LAYER, SY_T_LM_HEAD, sqrtf(3.0f / (float)d->hidden), 0);
+    o->embed = synth(d, seed, SY_GLOBAL_LAYER, SY_T_EMBED);
+    o->final_norm = synth(d, seed, SY_GLOBAL_LAYER, SY_T_FINAL_NORM);
+    o->lm_head = synth(d, seed, SY_GLOBAL_LAYER, SY_T_LM_HEAD);
 }
 
 void sy_host_layer_free(sy_host_layer *l)
