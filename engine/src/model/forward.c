@@ -316,12 +316,24 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
     }
     if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->residual, e->final_norm, 0, err)))
         return st;
-    /* lm_head only where a token is sampled: each sequence's last new token. */
-    for (uint32_t b = 0; b < s.B; b++) {
-        uint32_t last = (uint32_t)e->h_cu_q[b + 1] - 1;
-        sy_tensor row = sy_t2((float *)e->normed + (size_t)last * H, SY_DTYPE_F32, 1, H);
-        if ((st = sy_eng_linear(e, row, e->lm_head, NULL, d->vocab, (float *)e->logits + (size_t)b * d->vocab, err)))
+    /* lm_head only where a token is sampled: each sequence's last new token. With equal chunks the
+     * last rows are evenly spaced, so one GEMM reads the (large) lm_head once for the whole batch. */
+    int uniform = 1;
+    for (uint32_t b = 1; b < s.B; b++)
+        uniform &= n[b] == n[0];
+    if (uniform) {
+        sy_tensor rows = sy_t2_strided((float *)e->normed + (size_t)(n[0] - 1) * H, SY_DTYPE_F32, s.B, H,
+                                       (int64_t)n[0] * H);
+        if ((st = sy_eng_linear(e, rows, e->lm_head, NULL, d->vocab, e->logits, err)))
             return st;
+    } else {
+        for (uint32_t b = 0; b < s.B; b++) {
+            uint32_t last = (uint32_t)e->h_cu_q[b + 1] - 1;
+            sy_tensor row = sy_t2((float *)e->normed + (size_t)last * H, SY_DTYPE_F32, 1, H);
+            if ((st = sy_eng_linear(e, row, e->lm_head, NULL, d->vocab, (float *)e->logits + (size_t)b * d->vocab,
+                                    err)))
+                return st;
+        }
     }
     if ((st = sy_eng_copy(e, e->h_logits, e->logits, (size_t)s.B * d->vocab * sizeof(float), SY_MEMCPY_D2H, err)) ||
         (st = sy_eng_sync(e, err)))
