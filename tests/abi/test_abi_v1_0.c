@@ -66,9 +66,9 @@ static void host_log(void *host, int32_t level, const char *msg)
     (void)msg;
 }
 
-static sy_registry *fixture_registry(void)
+static sy_registry *fixture_registry(const char *dir)
 {
-    const char *dirs[] = {SY_ABI_FIXTURE_DIR};
+    const char *dirs[] = {dir};
     sy_registry_options o = {0};
     o.struct_size = sizeof o;
     o.plugin_paths = dirs;
@@ -96,9 +96,36 @@ static double bf16_value(uint16_t h)
     return f;
 }
 
+/* Every 1.0 descriptor, caps record and ops table, of every kind, and a 1.0 backend descriptor. */
+START_TEST(host_loads_every_v1_0_kind)
+{
+    sy_registry *reg = fixture_registry(SY_ABI_KINDS_DIR);
+    size_t loaded = 0;
+    for (size_t i = 0; i < sy_registry_count(reg); i++) {
+        const sy_registry_entry *e = sy_registry_get(reg, i);
+        ck_assert_msg(e->stage == SY_STAGE_NONE, "%s: rejected at stage %s: %s", e->file, sy_stage_name(e->stage),
+                      e->reason);
+        loaded++;
+    }
+    ck_assert_uint_eq(loaded, SY_KIND_LINEAR + 1);
+    for (int32_t kind = SY_KIND_KV_LAYOUT; kind <= SY_KIND_LINEAR; kind++) {
+        char name[32];
+        snprintf(name, sizeof name, "v1_0_%s", sy_kind_name(kind));
+        const sy_registry_entry *e = sy_registry_find(reg, kind, name, "cpu");
+        ck_assert_msg(e != NULL, "no %s plugin %s", sy_kind_name(kind), name);
+        ck_assert_uint_eq(e->plugin->abi_minor, 0);
+    }
+    const sy_registry_entry *be = sy_registry_find_backend(reg, "v1_0_device");
+    ck_assert_ptr_nonnull(be);
+    ck_assert_uint_eq(be->backend->abi_minor, 0);
+    ck_assert_int_eq(be->probe_score, 7);
+    sy_registry_close(reg);
+}
+END_TEST
+
 START_TEST(host_loads_and_runs_v1_0_plugin)
 {
-    sy_registry *reg = fixture_registry();
+    sy_registry *reg = fixture_registry(SY_ABI_FIXTURE_DIR);
     const sy_registry_entry *e = sy_registry_find(reg, SY_KIND_LINEAR, "fixture_v1_0_linear", "cpu");
     if (!e) {
         for (size_t i = 0; i < sy_registry_count(reg); i++)
@@ -223,6 +250,7 @@ int main(void)
     TCase *tc = tcase_create("abi_v1_0");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, frozen_checks_cover_the_abi);
+    tcase_add_test(tc, host_loads_every_v1_0_kind);
     tcase_add_test(tc, host_loads_and_runs_v1_0_plugin);
     tcase_add_test(tc, engine_runs_with_v1_0_plugin);
     suite_add_tcase(s, tc);
