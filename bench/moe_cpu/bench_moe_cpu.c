@@ -1,16 +1,23 @@
 /* Speed of the host MXFP4 MoE plugins (moe_mxfp4_interleave, moe_mxfp4_separated) at gpt-oss-20b
  * shapes: 32 experts, top 4, hidden 2880, intermediate 2880 (both padded to 3072), random checkpoint
- * and tokens. For each token count: the forward's median time, the weight bytes it must read (the
+ * and tokens. For each token count: the forward's time, the weight bytes it must read (the
  * experts the routing touches, unpadded rows and blocks, scales and biases), and the passes that
  * show where the time goes, all over the same experts:
  *   stream            read exactly those bytes (the memory ceiling)
  *   decode_layout     decode every used row to f32 through the layout's shuffled addressing,
  *                     in the forward's tiles, no arithmetic beyond the decode
  *   decode_sequential the same number of blocks decoded in storage order: no shuffle math at all
- *   gemm              the forward's sgemm calls on already-decoded tiles
- * decode_layout - decode_sequential is what the shuffle addressing costs.
+ *   gemm              the forward's sgemm calls on already-decoded tiles, for the experts with more
+ *                     than SY_MXFP4_DOT_MAX_TOKENS tokens (fewer take the fused decode-and-multiply,
+ *                     which has no separate multiply to time)
+ * decode_layout - decode_sequential bounds what the tile layout costs from above: it holds the
+ * shuffle addressing and also the scattered stores of a row-major tile for sgemm.
  *
  *     bench_moe_cpu [--out FILE] [--runs N] [--tokens T1,T2,...]
+ *
+ * Passes run interleaved, one of each per round; each reports the median and the minimum over the
+ * rounds (on a shared machine the minimum is the steadier figure). OPENBLAS_NUM_THREADS picks the
+ * sgemm threads; the JSON records it.
  *
  * JSON on stdout (or FILE), a table on stderr. */
 #include <cblas.h>
@@ -29,9 +36,15 @@
 
 enum { E = 32, HID = 2880, INTER = 2880, TOPK = 4, TILE = 64, MAX_COUNTS = 16 };
 
+/* Median and minimum of one pass's runs: on a shared machine the minimum is the steadier. */
+typedef struct timing {
+    double median_ms, min_ms;
+} timing;
+
 typedef struct layout_result {
     const char *plugin;
-    double prepare_ms, forward_ms, decode_layout_ms;
+    double prepare_ms;
+    timing forward, decode_layout;
 } layout_result;
 
 typedef struct token_result {
@@ -39,7 +52,7 @@ typedef struct token_result {
     int experts_used;
     uint64_t weight_bytes;
     double gflop;
-    double stream_ms, decode_sequential_ms, gemm_ms;
+    timing stream, decode_sequential, gemm;
     layout_result layout[2];
 } token_result;
 
@@ -55,17 +68,29 @@ static sy_tensor t2(void *data, int32_t dtype, int64_t d0, int64_t d1)
     return sy_tensor_contiguous(data, dtype, 2, shape);
 }
 
-/* Median of `runs` timings of fn(arg) after one warm-up call. */
-static double time_ms(void (*fn)(void *), void *arg, int runs)
+typedef struct timed_pass {
+    void (*fn)(void *);
+    void *arg;
+    timing *out;
+} timed_pass;
+
+/* One warm-up round, then `runs` rounds in which every pass runs once, in turn, so that load from
+ * elsewhere on the machine falls on all passes alike rather than on whichever ran at the time. */
+static void time_interleaved(const timed_pass *passes, int n, int runs)
 {
-    double ms[64];
-    fn(arg);
-    for (int r = 0; r < runs; r++) {
-        double t0 = sy_bench_now_ms();
-        fn(arg);
-        ms[r] = sy_bench_now_ms() - t0;
+    double ms[16][64];
+    for (int i = 0; i < n; i++)
+        passes[i].fn(passes[i].arg);
+    for (int r = 0; r < runs; r++)
+        for (int i = 0; i < n; i++) {
+            double t0 = sy_bench_now_ms();
+            passes[i].fn(passes[i].arg);
+            ms[i][r] = sy_bench_now_ms() - t0;
+        }
+    for (int i = 0; i < n; i++) {
+        passes[i].out->median_ms = sy_bench_median(ms[i], (size_t)runs);
+        passes[i].out->min_ms = ms[i][0];
     }
-    return sy_bench_median(ms, (size_t)runs);
 }
 
 typedef struct pass {
@@ -200,7 +225,7 @@ static void run_gemm(void *arg)
     pass *p = arg;
     for (uint32_t e = 0; e < E; e++) {
         int te = p->tokens_of[e];
-        if (!te)
+        if (te <= SY_MXFP4_DOT_MAX_TOKENS)
             continue;
         for (uint32_t i0 = 0; i0 < INTER; i0 += TILE / 2)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, te, TILE, HID, 1.0f, p->xe, HID, p->tile, HID, 0.0f,
@@ -210,6 +235,17 @@ static void run_gemm(void *arg)
                         0.0f, p->prod, TILE);
     }
     p->sink = (uint64_t)p->prod[3];
+}
+
+static void json_timing(sy_json *j, const char *name, const timing *t)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s_median_ms", name);
+    sy_json_key(j, key);
+    sy_json_double(j, t->median_ms);
+    snprintf(key, sizeof key, "%s_min_ms", name);
+    sy_json_key(j, key);
+    sy_json_double(j, t->min_ms);
 }
 
 static int parse_tokens(const char *s, int *out)
@@ -330,25 +366,29 @@ int main(int argc, char **argv)
                                       t2(weights, SY_DTYPE_F32, T, TOPK),
                                       t2(out, SY_DTYPE_F32, T, HID)};
             p[l].fwd = fa;
-            layout_result *lr = &r->layout[l];
-            lr->plugin = names[l];
-            lr->prepare_ms = prepare_ms[l];
-            lr->forward_ms = time_ms(run_forward, &p[l], runs);
-            lr->decode_layout_ms = time_ms(run_decode_layout, &p[l], runs);
+            r->layout[l].plugin = names[l];
+            r->layout[l].prepare_ms = prepare_ms[l];
         }
-        r->stream_ms = time_ms(run_stream, &p[1], runs);
-        r->decode_sequential_ms = time_ms(run_decode_sequential, &p[1], runs);
-        r->gemm_ms = time_ms(run_gemm, &p[1], runs);
+        const timed_pass passes[] = {
+            {run_forward, &p[0], &r->layout[0].forward},
+            {run_forward, &p[1], &r->layout[1].forward},
+            {run_stream, &p[1], &r->stream},
+            {run_decode_layout, &p[0], &r->layout[0].decode_layout},
+            {run_decode_layout, &p[1], &r->layout[1].decode_layout},
+            {run_decode_sequential, &p[1], &r->decode_sequential},
+            {run_gemm, &p[1], &r->gemm},
+        };
+        time_interleaved(passes, (int)(sizeof passes / sizeof passes[0]), runs);
         fprintf(stderr,
                 "T %4d: %2d experts, %6.1f MB of weights | stream %7.2f ms (%5.1f GB/s) | decode seq %7.2f ms | "
-                "gemm %7.2f ms\n",
-                T, r->experts_used, r->weight_bytes * 1e-6, r->stream_ms, r->weight_bytes / r->stream_ms * 1e-6,
-                r->decode_sequential_ms, r->gemm_ms);
+                "gemm %7.2f ms   (minimum of %d runs)\n",
+                T, r->experts_used, r->weight_bytes * 1e-6, r->stream.min_ms, r->weight_bytes / r->stream.min_ms * 1e-6,
+                r->decode_sequential.min_ms, r->gemm.min_ms, runs);
         for (int l = 0; l < 2; l++)
             fprintf(stderr,
                     "        %-21s forward %7.2f ms (%5.2f GB/s of weights, %5.1f GFLOP/s) | decode layout %7.2f ms\n",
-                    names[l], r->layout[l].forward_ms, r->weight_bytes / r->layout[l].forward_ms * 1e-6,
-                    r->gflop / r->layout[l].forward_ms * 1e3, r->layout[l].decode_layout_ms);
+                    names[l], r->layout[l].forward.min_ms, r->weight_bytes / r->layout[l].forward.min_ms * 1e-6,
+                    r->gflop / r->layout[l].forward.min_ms * 1e3, r->layout[l].decode_layout.min_ms);
         for (int l = 0; l < 2; l++) {
             free(p[l].xe);
             free(p[l].prod);
@@ -363,6 +403,8 @@ int main(int argc, char **argv)
     FILE *f = sy_bench_open_out("bench_moe_cpu", out_path);
     sy_json j;
     sy_bench_json_begin(&j, f, "moe_cpu", runs);
+    sy_json_key(&j, "timing");
+    sy_json_string(&j, "every pass once per round, rounds interleaved; *_median_ms and *_min_ms over the rounds");
     sy_json_key(&j, "shape");
     sy_json_begin_object(&j);
     sy_json_key(&j, "experts");
@@ -391,14 +433,11 @@ int main(int argc, char **argv)
         sy_json_uint(&j, r->weight_bytes);
         sy_json_key(&j, "gflop");
         sy_json_double(&j, r->gflop);
-        sy_json_key(&j, "stream_ms");
-        sy_json_double(&j, r->stream_ms);
-        sy_json_key(&j, "stream_gbps");
-        sy_json_double(&j, r->weight_bytes / r->stream_ms * 1e-6);
-        sy_json_key(&j, "decode_sequential_ms");
-        sy_json_double(&j, r->decode_sequential_ms);
-        sy_json_key(&j, "gemm_ms");
-        sy_json_double(&j, r->gemm_ms);
+        json_timing(&j, "stream", &r->stream);
+        sy_json_key(&j, "stream_gbps_best");
+        sy_json_double(&j, r->weight_bytes / r->stream.min_ms * 1e-6);
+        json_timing(&j, "decode_sequential", &r->decode_sequential);
+        json_timing(&j, "gemm", &r->gemm);
         sy_json_key(&j, "layouts");
         sy_json_begin_array(&j);
         for (int l = 0; l < 2; l++) {
@@ -408,16 +447,14 @@ int main(int argc, char **argv)
             sy_json_string(&j, lr->plugin);
             sy_json_key(&j, "prepare_ms");
             sy_json_double(&j, lr->prepare_ms);
-            sy_json_key(&j, "forward_ms");
-            sy_json_double(&j, lr->forward_ms);
-            sy_json_key(&j, "forward_weight_gbps");
-            sy_json_double(&j, r->weight_bytes / lr->forward_ms * 1e-6);
-            sy_json_key(&j, "forward_gflops");
-            sy_json_double(&j, r->gflop / lr->forward_ms * 1e3);
-            sy_json_key(&j, "decode_layout_ms");
-            sy_json_double(&j, lr->decode_layout_ms);
-            sy_json_key(&j, "shuffle_addressing_ms");
-            sy_json_double(&j, lr->decode_layout_ms - r->decode_sequential_ms);
+            json_timing(&j, "forward", &lr->forward);
+            sy_json_key(&j, "forward_weight_gbps_best");
+            sy_json_double(&j, r->weight_bytes / lr->forward.min_ms * 1e-6);
+            sy_json_key(&j, "forward_gflops_best");
+            sy_json_double(&j, r->gflop / lr->forward.min_ms * 1e3);
+            json_timing(&j, "decode_layout", &lr->decode_layout);
+            sy_json_key(&j, "layout_overhead_ms_best");
+            sy_json_double(&j, lr->decode_layout.min_ms - r->decode_sequential.min_ms);
             sy_json_end_object(&j);
         }
         sy_json_end_array(&j);
