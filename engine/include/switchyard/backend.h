@@ -110,7 +110,7 @@ typedef struct sy_backend_desc {
     sy_status (*event_sync)(void *ctx, sy_event event, sy_error *err);
     sy_status (*event_elapsed_ms)(void *ctx, sy_event start, sy_event end, float *ms, sy_error *err);
 
-    /* Optional (NULL: the engine generates synthetic weights on the host and copies them). Fills
+    /* ABI 1.1. Optional (NULL: the engine generates synthetic weights on the host and copies them). Fills
      * `count` elements at dst (bf16 for SY_SYNTH_BF16_UNIFORM, bytes otherwise) on the stream, so a
      * large synthetic model never passes through host memory. */
     sy_status (*synth_fill)(void *ctx, sy_stream stream, void *dst, uint64_t count, const sy_synth_spec *spec,

@@ -5,7 +5,11 @@
 
 #include "switchyard/switchyard.h"
 
-/* Sizes as of ABI 1.0: later minors may only grow these structs. */
+/* The 1.0 backend descriptor ended before synth_fill (added in 1.1); a 1.0 backend is still valid. */
+#define SY_BACKEND_DESC_V1_0_SIZE offsetof(sy_backend_desc, synth_fill)
+
+/* Sizes as of ABI 1.0: later minors may only grow these structs; members they add are read only
+ * when the struct_size covers them. */
 static const size_t caps_v1[SY_KIND_COUNT_] = {
     [SY_KIND_KV_LAYOUT] = sizeof(sy_kv_layout_caps), [SY_KIND_ATTENTION] = sizeof(sy_attention_caps),
     [SY_KIND_MOE] = sizeof(sy_moe_caps),             [SY_KIND_NORM] = sizeof(sy_norm_caps),
@@ -199,9 +203,9 @@ int sy_validate_backend(const sy_backend_desc *d, char *why, size_t len, int32_t
         return fail(why, len, stage, SY_STAGE_ABI, "%s", "sy_backend_entry returned NULL for this host's ABI");
     if (!check_version(d->abi_major, d->abi_minor, why, len, stage))
         return 0;
-    if (d->struct_size < sizeof(sy_backend_desc)) {
-        snprintf(buf, sizeof buf, "struct_size %u is smaller than the v1 backend descriptor (%zu bytes)",
-                 d->struct_size, sizeof(sy_backend_desc));
+    if (d->struct_size < SY_BACKEND_DESC_V1_0_SIZE) {
+        snprintf(buf, sizeof buf, "struct_size %u is smaller than the 1.0 backend descriptor (%zu bytes)",
+                 d->struct_size, (size_t)SY_BACKEND_DESC_V1_0_SIZE);
         return fail(why, len, stage, SY_STAGE_DESCRIPTOR, "%s", buf);
     }
     if (!d->name || !d->name[0])
