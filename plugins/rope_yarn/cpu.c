@@ -1,7 +1,9 @@
 /* NeoX RoPE with YaRN (plugins/common/sy_rope.h) on the host, and the fused form that also stores
- * the rotated K and V into the KV pool. The fused form rotates a chunk of tokens and hands the same
- * rows to the shared pool writer (plugins/common/kv_store_cpu.c) while they are hot, so its pool,
- * q and k are bit for bit those of rope followed by kv_layout.write. */
+ * the rotated K and V into the KV pool. On the host the fused form is the rotation followed by the
+ * kv plugins' own writer (plugins/common/kv_store_cpu.c) in one call: its pool, q and k are those of
+ * rope followed by kv_layout.write bit for bit, and so is its behaviour on a bad slot (q and k
+ * rotated, the pool untouched, since the writer checks every slot before storing any). A single
+ * pass saves nothing measurable here; on a GPU it saves a kernel launch and a round trip of K. */
 #include "cpu.h"
 
 #include <math.h>
@@ -13,9 +15,6 @@
 #include "sy_rope.h"
 
 #define ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
-
-/* Tokens rotated before their K/V rows are written, in the fused form. */
-enum { FUSED_CHUNK_TOKENS = 16 };
 
 static sy_status check_params(const char *op, const sy_rope_params *p, sy_error *err)
 {
@@ -155,15 +154,6 @@ static int same_view(const sy_tensor *x, const sy_tensor *y)
     return 1;
 }
 
-/* Advances a [T, ...] view (or a 1-d index tensor) to token t0 and cuts it to n tokens. */
-static sy_tensor token_slice(const sy_tensor *x, int64_t t0, int64_t n)
-{
-    sy_tensor s = *x;
-    s.data = (uint8_t *)x->data + (size_t)(t0 * x->stride[0]) * sy_dtype_size(x->dtype);
-    s.shape[0] = n;
-    return s;
-}
-
 static sy_status rope_kv_write(void *ctx, sy_stream stream, const sy_rope_kv_write_args *a, sy_error *err)
 {
     static const char op[] = "rope_kv_write";
@@ -199,19 +189,8 @@ static sy_status rope_kv_write(void *ctx, sy_stream stream, const sy_rope_kv_wri
 
     double inv_freq[SY_ROPE_YARN_CPU_MAX_HEAD_DIM / 2];
     frequencies(&r->params, inv_freq);
-    const double concentration = sy_rope_concentration(&r->params);
-    for (int64_t t0 = 0; t0 < T; t0 += FUSED_CHUNK_TOKENS) {
-        int64_t n = T - t0 < FUSED_CHUNK_TOKENS ? T - t0 : FUSED_CHUNK_TOKENS;
-        rope_tokens(r, inv_freq, concentration, t0, t0 + n);
-        sy_kv_write_args chunk = *kv;
-        chunk.slots = token_slice(&kv->slots, t0, n);
-        chunk.k = token_slice(&kv->k, t0, n);
-        chunk.v = token_slice(&kv->v, t0, n);
-        st = sy_kv_cpu_write(layout, &chunk, err);
-        if (st != SY_OK)
-            return st;
-    }
-    return SY_OK;
+    rope_tokens(r, inv_freq, sy_rope_concentration(&r->params), 0, T);
+    return sy_kv_cpu_write(layout, kv, err);
 }
 
 const sy_rope_ops sy_rope_yarn_cpu_ops = {sizeof(sy_rope_ops), 0, rope, rope_kv_write};

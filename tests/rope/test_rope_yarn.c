@@ -286,6 +286,44 @@ START_TEST(fused_kv_write_is_bit_exact)
 }
 END_TEST
 
+/* A slot outside the pool: the fused call fails as rope + write would, q and k rotated, the pool
+ * untouched. */
+START_TEST(fused_bad_slot_behaves_like_the_pair)
+{
+    sy_rng rng = {sy_test_seed()};
+    const sy_kv_layout_ops *kv = sy_cpu_plugin(SY_KIND_KV_LAYOUT, "kv_vectorized_5d")->ops;
+    int32_t pos[T], slots[T];
+    positions(&rng, pos);
+    for (int t = 0; t < T; t++)
+        slots[t] = 16 + t;
+    slots[T - 2] = 5 * 16; /* one past the last slot of a 5-page pool */
+    void *qkv = random_qkv(&rng, SY_DTYPE_F32);
+    size_t bytes = (size_t)T * ROW * sizeof(float);
+    void *rotated = malloc(bytes);
+    memcpy(rotated, qkv, bytes);
+    sy_rope_args r = rope_args(rotated, SY_DTYPE_F32, pos);
+    sy_error err = {{0}};
+    ck_assert(ops()->rope(NULL, NULL, &r, &err) == SY_OK);
+    pool pf = make_pool(kv, SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_BF16);
+    sy_rope_kv_write_args f;
+    memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    f.rope = rope_args(qkv, SY_DTYPE_F32, pos);
+    f.kv = write_args(&pf, &f.rope, slots, NULL);
+    ck_assert_int_eq(ops()->rope_kv_write(NULL, NULL, &f, &err), SY_E_INVALID);
+    ck_assert_msg(strstr(err.msg, "slots[27] = 80 is outside the pool (80 slots)") != NULL, "%s", err.msg);
+    ck_assert(memcmp(qkv, rotated, bytes) == 0);
+    uint8_t *poison = malloc(pf.bytes);
+    sy_poison_bytes(poison, pf.bytes);
+    ck_assert(memcmp(pf.k, poison, pf.bytes) == 0 && memcmp(pf.v, poison, pf.bytes) == 0);
+    free(poison);
+    free(qkv);
+    free(rotated);
+    free(pf.k);
+    free(pf.v);
+}
+END_TEST
+
 START_TEST(caps_list_both_fused_layouts)
 {
     const sy_rope_caps *c = plugin()->caps;
@@ -340,6 +378,7 @@ int main(void)
     tcase_add_test(tc, rope_matches_double_reference_f32);
     tcase_add_test(tc, rope_matches_double_reference_bf16);
     tcase_add_test(tc, fused_kv_write_is_bit_exact);
+    tcase_add_test(tc, fused_bad_slot_behaves_like_the_pair);
     tcase_add_test(tc, caps_list_both_fused_layouts);
     tcase_add_test(tc, argument_errors_name_the_argument);
     suite_add_tcase(s, tc);
