@@ -1,7 +1,7 @@
 #include "moe_mxfp4_cpu.h"
 
 #include <cblas.h>
-/* cblas.h pulls in complex.h, whose macro I would shadow the usual name of the intermediate size. */
+/* cblas.h includes complex.h, whose macro I would clash with the usual name of the intermediate size. */
 #undef I
 #include <math.h>
 #include <stdlib.h>

@@ -4,11 +4,13 @@
  * Forward, per expert e with tokens routed to it (gpt-oss MLPBlock; DESIGN.md, MoE):
  *   h = W13 x + b13; g = min(h_gate, limit), u = clamp(h_up, -limit, limit);
  *   a = g * sigmoid(alpha * g) * (u + 1); y = W2 a + b2; out[t] += weight(t, e) * y.
- * Rows of W13 and W2 are decoded from the prepared (shuffled) buffer into an f32 tile, and the
- * tile is multiplied with all of the expert's tokens by OpenBLAS sgemm, so each weight byte is
- * read once per call however many tokens use it. Padding (hidden and intermediate beyond the
- * model's sizes) holds zeros and is skipped. The result does not depend on the layout: the same
- * f32 tiles reach the same sgemm calls, so INTERLEAVE and SEPARATED agree bit for bit.
+ * Rows of W13 and W2 are decoded from the prepared (shuffled) buffer in storage order, 16-row tile
+ * by tile (mxfp4_decode_cpu.h). An expert with at most SY_MXFP4_DOT_MAX_TOKENS tokens multiplies
+ * each decoded block straight away; with more, a 64-row f32 tile is decoded and multiplied with all
+ * of the expert's tokens by OpenBLAS sgemm. Either way each weight byte is read once per call, and
+ * padding (hidden and intermediate beyond the model's sizes, zeros) is skipped. The result does not
+ * depend on the layout: the same values reach the same arithmetic in the same order, so INTERLEAVE
+ * and SEPARATED agree bit for bit.
  * Activations: x f32 or bf16, [T, H] or already padded [T, Hp]; out f32 or bf16 [T, H],
  * accumulated in f32 and rounded once. */
 #ifndef SY_MOE_MXFP4_CPU_H
