@@ -7,6 +7,24 @@
 
 #include "switchyard/plugin.h"
 
+#ifdef SY_PLUGIN_BACKEND_GPU
+/* gpu.cu: the same ops on the device, for head dims up to 128 (the kernels' tile sizes). */
+extern const sy_attention_ops sy_attn_paged_gpu_ops;
+sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_attn_paged_gpu_fini(void *ctx);
+#define ATTN_PAGED_OPS sy_attn_paged_gpu_ops
+#define ATTN_PAGED_INIT sy_attn_paged_gpu_init
+#define ATTN_PAGED_FINI sy_attn_paged_gpu_fini
+#define ATTN_PAGED_HEAD_DIM_MAX 128
+#define ATTN_PAGED_DESCRIPTION "paged attention on the GPU: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#else
+#define ATTN_PAGED_OPS sy_attn_paged_cpu_ops
+#define ATTN_PAGED_INIT sy_attn_paged_cpu_init
+#define ATTN_PAGED_FINI sy_attn_paged_cpu_fini
+#define ATTN_PAGED_HEAD_DIM_MAX 1024
+#define ATTN_PAGED_DESCRIPTION "reference paged attention on the host: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#endif
+
 static const sy_attention_caps attn_paged_caps = {
     .struct_size = sizeof(sy_attention_caps),
     .features = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |
@@ -16,7 +34,7 @@ static const sy_attention_caps attn_paged_caps = {
     .kv_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16) | SY_DTYPE_BIT(SY_DTYPE_FP8_E4M3),
     .q_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
     .head_dim_min = 1,
-    .head_dim_max = 1024,
+    .head_dim_max = ATTN_PAGED_HEAD_DIM_MAX,
     .head_dim_multiple = 1,
     .page_size_min = 1,
     .page_size_max = 1u << 16,
@@ -32,14 +50,14 @@ static const sy_plugin_desc attn_paged_desc = {
     .struct_size = sizeof(sy_plugin_desc),
     .kind = SY_KIND_ATTENTION,
     .name = "attn_paged",
-    .backend = "cpu",
+    .backend = SY_PLUGIN_BACKEND_NAME,
     .version = "1.0.0",
-    .description = "reference paged attention on the host: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K",
+    .description = ATTN_PAGED_DESCRIPTION,
     .rank = 10,
     .caps = &attn_paged_caps,
-    .ops = &sy_attn_paged_cpu_ops,
-    .init = sy_attn_paged_cpu_init,
-    .fini = sy_attn_paged_cpu_fini,
+    .ops = &ATTN_PAGED_OPS,
+    .init = ATTN_PAGED_INIT,
+    .fini = ATTN_PAGED_FINI,
 };
 
 static const sy_plugin_desc *const attn_paged_list[] = {&attn_paged_desc, NULL};

@@ -3,6 +3,20 @@
 #include "cpu.h"
 #include "kv_store_cpu.h"
 
+#ifdef SY_PLUGIN_BACKEND_GPU
+/* gpu.cu: the same ops and caps on the device. */
+extern const sy_rope_ops sy_rope_yarn_gpu_ops;
+sy_status sy_rope_yarn_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_rope_yarn_gpu_fini(void *ctx);
+#define ROPE_YARN_OPS sy_rope_yarn_gpu_ops
+#define ROPE_YARN_INIT sy_rope_yarn_gpu_init
+#define ROPE_YARN_FINI sy_rope_yarn_gpu_fini
+#else
+#define ROPE_YARN_OPS sy_rope_yarn_cpu_ops
+#define ROPE_YARN_INIT NULL
+#define ROPE_YARN_FINI NULL
+#endif
+
 static const sy_rope_caps caps = {
     .struct_size = sizeof(sy_rope_caps),
     .styles = SY_ROPE_STYLE_NEOX,
@@ -20,12 +34,14 @@ static const sy_plugin_desc desc = {
     .struct_size = sizeof(sy_plugin_desc),
     .kind = SY_KIND_ROPE,
     .name = "rope_yarn",
-    .backend = "cpu",
+    .backend = SY_PLUGIN_BACKEND_NAME,
     .version = "1.0.0",
     .description = "NeoX RoPE with YaRN and concentration (gpt-oss), fused K/V store for nhd and vectorized_5d",
     .rank = 0,
     .caps = &caps,
-    .ops = &sy_rope_yarn_cpu_ops,
+    .ops = &ROPE_YARN_OPS,
+    .init = ROPE_YARN_INIT,
+    .fini = ROPE_YARN_FINI,
 };
 
 static const sy_plugin_desc *const descriptors[] = {&desc, NULL};

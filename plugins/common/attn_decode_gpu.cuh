@@ -1,0 +1,421 @@
+/* Decode attention on the GPU: one query token per sequence against its pages, read natively in
+ * nhd or vectorized_5d (the layout a template parameter), GQA, sliding window, sinks, fp8 K/V with
+ * per-tensor scales, split-K over the context with a log-sum-exp combine.
+ *
+ * Blocks. One block per (split, KV head and chunk of up to GH of its q heads, sequence): the block
+ * loads each K/V tile of its split once for the whole GQA group. Splits cover TILE-aligned ranges
+ * of the (windowed) context; with more than one, each block writes its partial (m, l, acc) and a
+ * second kernel combines the splits of each (sequence, q head) by log-sum-exp and adds the sink.
+ *
+ * Tiles. TILE = 64 key positions, aligned to multiples of 64, staged in shared memory with 16-byte
+ * loads and stores only:
+ *   K: [token][dims] rows. nhd reads 16-byte pieces of a token's contiguous row; vectorized_5d reads
+ *      X-vectors, consecutive threads on consecutive tokens of one (page, head, d/X), contiguous.
+ *   V: nhd [token][dims] as K; vectorized_5d [dim][tokens] straight from its (P/X, D, X) tiles, each
+ *      16-byte vector X consecutive tokens of one dim.
+ * Rows are padded by 16 bytes so that the strided reads of the compute phases hit distinct banks.
+ * When the next tile fits in registers (at most 8 pieces a thread) its loads are issued before the
+ * current tile is computed, so each block keeps a tile of memory traffic in flight.
+ *
+ * Compute (CUDA cores; each thread a register tile): QK: 2 tokens x GH/4 heads; softmax: 128/GH
+ * threads per head; PV: GH/4 heads x DMAX/32 dims. Later: the QK and PV products are small GEMMs
+ * (GH x TILE x D) that belong on tensor cores (mma on NVIDIA, MFMA on CDNA) for the bandwidth
+ * targets of docs/performance.md; this version is the correct, coalesced baseline. */
+#ifndef SY_ATTN_DECODE_GPU_CUH
+#define SY_ATTN_DECODE_GPU_CUH
+
+#include "attn_core_gpu.cuh"
+#include "sy_kv_addr.h"
+
+typedef struct sy_attn_gpu_decode {
+    sy_attn_gpu_call c;
+    const void *k_cache, *v_cache;
+    sy_kv_dims dims;
+    const int32_t *block_tables;
+    int64_t bt_s0;
+    const int32_t *context_lens;
+    int64_t cl_s0;
+    uint32_t group;       /* q heads per KV head */
+    uint32_t head_chunks; /* blocks per KV head: ceil(group / GH) */
+    uint32_t num_splits;
+    uint32_t row_aligned; /* nhd rows start on 16 bytes */
+    float *part_ml;       /* num_splits > 1: [B][Hq][splits][2] (m, l) */
+    float *part_acc;      /* [B][Hq][splits][D] */
+} sy_attn_gpu_decode;
+
+enum {
+    SY_ATTN_DECODE_TILE = 64,   /* split spans are multiples of this */
+    SY_ATTN_DECODE_HEADS = 8,   /* q heads a block serves (GH); larger GQA groups take several blocks */
+    SY_ATTN_MAX_SPLITS = 1024
+};
+
+template <int LAYOUT, int KV, int GH, int DMAX>
+struct sy_attn_decode_shape {
+    /* 64 keys a tile, 32 where a 64-key K or V tile would pass 16 KB (f32 at head dim 128), so that
+     * every instantiation stays within 48 KB of static shared memory. */
+    static constexpr int NT = SY_ATTN_GPU_THREADS;
+    static constexpr int TILE = DMAX * sy_elem_size<KV> > 256 ? 32 : SY_ATTN_DECODE_TILE;
+    static constexpr int TPT = TILE / 32; /* QK tokens of a thread */
+    static constexpr int DIMS = DMAX, GROUP = GH;
+    static constexpr int ES = sy_elem_size<KV>, VEC = sy_elems16<KV>;
+    static constexpr bool V5D = LAYOUT == SY_LAYOUT_VECTORIZED_5D;
+    static constexpr int CPR = DMAX / VEC;     /* 16-byte chunks of a K row */
+    static constexpr int K_ROW = DMAX * ES + 16; /* bytes of a K row in shared memory */
+    static constexpr int V_ROW = V5D ? TILE * ES + 16 : K_ROW;
+    static constexpr int V_ROWS = V5D ? DMAX : TILE;
+    static constexpr int CHUNKS = TILE * CPR;  /* 16-byte pieces of one tensor's tile */
+    static constexpr int PER_THREAD = 2 * CHUNKS / NT;
+    static constexpr bool PREFETCH = PER_THREAD <= 8; /* 32 registers of staged pieces at most */
+    static constexpr int BATCH = PREFETCH ? PER_THREAD : 8;
+    static constexpr int HPT = GH / 4;   /* heads of a thread in QK and PV */
+    static constexpr int DPT = DMAX / 32; /* dims of a thread in PV */
+    static constexpr int SEG = NT / GH;   /* softmax threads per head */
+    static constexpr int Q_ROW = DMAX + 4, P_ROW = TILE + 4;
+    static_assert(CHUNKS % NT == 0 && PER_THREAD % BATCH == 0, "decode tile pieces per thread");
+    static_assert(GH >= 4 && GH <= 16 && NT / 32 == 4, "decode thread tiles assume 4 slots of 32 threads");
+    static_assert(SY_ATTN_DECODE_TILE % TILE == 0 && TILE / GH * GH == TILE, "tiles tile the split spans");
+};
+
+/* The keys [lo, hi) of one split: the context [start, len) (start > 0 with a window) cut into
+ * TILE-aligned spans, so that no tile straddles two splits. */
+SY_DEV void sy_attn_gpu_split_range(int64_t start, int64_t len, uint32_t split, uint32_t splits, int64_t *lo,
+                                    int64_t *hi)
+{
+    const int64_t base = start / SY_ATTN_DECODE_TILE * SY_ATTN_DECODE_TILE;
+    int64_t span = (len - base + splits - 1) / splits;
+    span = (span + SY_ATTN_DECODE_TILE - 1) / SY_ATTN_DECODE_TILE * SY_ATTN_DECODE_TILE;
+    const int64_t a = base + (int64_t)split * span, b = a + span;
+    *lo = a > start ? a : start;
+    *hi = b < len ? b : len;
+}
+
+/* What the tile loader needs of the block. */
+typedef struct sy_attn_gpu_decode_span {
+    const int32_t *table; /* the sequence's block table */
+    uint32_t kv_head;
+    int64_t lo, hi; /* the split's keys */
+} sy_attn_gpu_decode_span;
+
+/* Piece `id` of the tile at t0 (ids below CHUNKS are K, the rest V) from the pool; zero for keys
+ * outside the split and dims past D. */
+template <class S, int LAYOUT, int KV>
+SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
+                                      int id)
+{
+    const uint32_t D = p.dims.head_dim, P = p.dims.page_size;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    if (id < S::CHUNKS || !S::V5D) {
+        const bool value = id >= S::CHUNKS;
+        const int k = value ? id - S::CHUNKS : id;
+        const int n = S::V5D ? k % S::TILE : k / S::CPR, c = S::V5D ? k / S::TILE : k % S::CPR;
+        const int64_t pos = t0 + n;
+        if (pos < sp.lo || pos >= sp.hi || (uint32_t)(c * S::VEC) >= D)
+            return zero;
+        const uint32_t page = (uint32_t)sp.table[(uint32_t)pos / P], off = (uint32_t)pos % P;
+        const sy_kv_row row = value ? sy_kv_v_row_at(&p.dims, page, off, sp.kv_head)
+                                    : sy_kv_k_row_at(&p.dims, page, off, sp.kv_head);
+        /* A chunk is one run of a vectorized_5d K row, or VEC consecutive elements of an nhd row. */
+        const uint64_t elem = S::V5D ? row.base + (uint64_t)c * row.run_stride : row.base + (uint64_t)c * S::VEC;
+        const int n_valid = D - c * S::VEC < (uint32_t)S::VEC ? (int)(D - c * S::VEC) : S::VEC;
+        return sy_attn_ld_chunk<KV>(value ? p.v_cache : p.k_cache, elem, n_valid, S::V5D || p.row_aligned);
+    }
+    /* vectorized_5d V: the vector of dim d for the X tokens of group gi. The X tokens share a page
+     * (P % X == 0, and groups start on multiples of X). */
+    const int k = id - S::CHUNKS, d = k % S::DIMS, gi = k / S::DIMS;
+    const int64_t pos0 = t0 + (int64_t)gi * S::VEC;
+    if ((uint32_t)d >= D || pos0 + S::VEC <= sp.lo || pos0 >= sp.hi)
+        return zero;
+    const int64_t first = pos0 > sp.lo ? pos0 : sp.lo;
+    const uint32_t page = (uint32_t)sp.table[(uint32_t)first / P];
+    const sy_kv_row row = sy_kv_v_row_at(&p.dims, page, (uint32_t)pos0 % P, sp.kv_head);
+    const uint4 raw = sy_ld_raw<16>((const char *)p.v_cache + (row.base + (uint64_t)d * S::VEC) * S::ES);
+    return sy_keep_elems<KV>(raw, (int)(sp.lo - pos0), (int)(sp.hi - pos0));
+}
+
+/* Piece `id` of the tile into shared memory, where the compute phases expect it. */
+template <class S>
+SY_DEV void sy_attn_gpu_decode_put(unsigned char *k_tile, unsigned char *v_tile, int id, const uint4 &raw)
+{
+    const int k = id < S::CHUNKS ? id : id - S::CHUNKS;
+    unsigned char *dst;
+    if (id < S::CHUNKS)
+        dst = S::V5D ? k_tile + (k % S::TILE) * S::K_ROW + (k / S::TILE) * 16 : k_tile + (k / S::CPR) * S::K_ROW + (k % S::CPR) * 16;
+    else
+        dst = S::V5D ? v_tile + (k % S::DIMS) * S::V_ROW + (k / S::DIMS) * 16 : v_tile + (k / S::CPR) * S::V_ROW + (k % S::CPR) * 16;
+    sy_st_raw<16>(dst, raw);
+}
+
+template <int LAYOUT, int KV, int GH, int DMAX>
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
+{
+    using S = sy_attn_decode_shape<LAYOUT, KV, GH, DMAX>;
+    __shared__ __align__(16) unsigned char k_tile[S::TILE * S::K_ROW];
+    __shared__ __align__(16) unsigned char v_tile[S::V_ROWS * S::V_ROW];
+    __shared__ __align__(16) float q_s[GH * S::Q_ROW];
+    __shared__ __align__(16) float p_s[GH * S::P_ROW];
+    __shared__ float m_s[GH], l_s[GH], alpha_s[GH];
+
+    const int tid = (int)threadIdx.x;
+    const uint32_t b = blockIdx.z, split = blockIdx.x;
+    const uint32_t kv_head = blockIdx.y / p.head_chunks, g0 = (blockIdx.y % p.head_chunks) * GH;
+    const uint32_t n_heads = p.group - g0 < (uint32_t)GH ? p.group - g0 : (uint32_t)GH;
+    const uint32_t head0 = kv_head * p.group + g0, D = p.dims.head_dim;
+    const int64_t len = p.context_lens[(int64_t)b * p.cl_s0];
+    const int64_t start = p.c.window > 0 && len > p.c.window ? len - p.c.window : 0;
+    sy_attn_gpu_decode_span sp;
+    sp.table = p.block_tables + (int64_t)b * p.bt_s0;
+    sp.kv_head = kv_head;
+    sy_attn_gpu_split_range(start, len, split, p.num_splits, &sp.lo, &sp.hi);
+
+    for (int i = tid; i < GH * DMAX; i += S::NT) {
+        const uint32_t g = (uint32_t)i / DMAX, d = (uint32_t)i % DMAX;
+        q_s[g * S::Q_ROW + d] = g < n_heads && d < D
+                                    ? sy_gpu_load_act(p.c.q, p.c.io_dtype, (int64_t)b * p.c.q_s0 + (int64_t)(head0 + g) * p.c.q_s1 + d)
+                                    : 0.0f;
+    }
+    if (tid < GH) {
+        m_s[tid] = -INFINITY;
+        l_s[tid] = 0.0f;
+    }
+
+    /* thread slots: QK tokens ts and ts + 32, PV dims of slot ds; heads hs * HPT .. + HPT - 1 */
+    const int ts = tid % 32, hs = tid / 32;
+    float acc[S::HPT][S::DPT];
+#pragma unroll
+    for (int hh = 0; hh < S::HPT; hh++)
+#pragma unroll
+        for (int j = 0; j < S::DPT; j++)
+            acc[hh][j] = 0.0f;
+
+    const int64_t first = sp.lo / S::TILE * S::TILE;
+    uint4 staged[S::BATCH];
+    if (S::PREFETCH && sp.lo < sp.hi) {
+#pragma unroll
+        for (int i = 0; i < S::BATCH; i++)
+            staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, first, tid + S::NT * i);
+    }
+    const int chunks = (int)((D + S::VEC - 1) / S::VEC);
+    __syncthreads();
+    for (int64_t t0 = first; t0 < sp.hi; t0 += S::TILE) {
+        if (S::PREFETCH) {
+#pragma unroll
+            for (int i = 0; i < S::BATCH; i++)
+                sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * i, staged[i]);
+            __syncthreads();
+            if (t0 + S::TILE < sp.hi) {
+#pragma unroll
+                for (int i = 0; i < S::BATCH; i++)
+                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0 + S::TILE, tid + S::NT * i);
+            }
+        } else {
+#pragma unroll
+            for (int b0 = 0; b0 < S::PER_THREAD; b0 += S::BATCH) {
+#pragma unroll
+                for (int i = 0; i < S::BATCH; i++)
+                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0, tid + S::NT * (b0 + i));
+#pragma unroll
+                for (int i = 0; i < S::BATCH; i++)
+                    sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * (b0 + i), staged[i]);
+            }
+            __syncthreads();
+        }
+
+        /* QK: scores of tokens ts + 32 t for this thread's heads. */
+        {
+            float sc[S::TPT][S::HPT];
+#pragma unroll
+            for (int t = 0; t < S::TPT; t++)
+#pragma unroll
+                for (int hh = 0; hh < S::HPT; hh++)
+                    sc[t][hh] = 0.0f;
+            for (int c = 0; c < chunks; c++) {
+                uint4 raw[S::TPT];
+#pragma unroll
+                for (int t = 0; t < S::TPT; t++)
+                    raw[t] = sy_ld_raw<16>(k_tile + (ts + 32 * t) * S::K_ROW + c * 16);
+#pragma unroll
+                for (int q4 = 0; q4 < S::VEC / 4; q4++) {
+                    float x[S::TPT][4];
+#pragma unroll
+                    for (int t = 0; t < S::TPT; t++)
+                        sy_unpack4<KV>(raw[t], q4, x[t]);
+#pragma unroll
+                    for (int hh = 0; hh < S::HPT; hh++) {
+                        const float4 qv = *(const float4 *)&q_s[(hs * S::HPT + hh) * S::Q_ROW + c * S::VEC + q4 * 4];
+#pragma unroll
+                        for (int t = 0; t < S::TPT; t++)
+                            sc[t][hh] = sy_dot4(sc[t][hh], qv, x[t]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int t = 0; t < S::TPT; t++) {
+                const int64_t pos = t0 + ts + 32 * t;
+                const bool in = pos >= sp.lo && pos < sp.hi;
+#pragma unroll
+                for (int hh = 0; hh < S::HPT; hh++)
+                    p_s[(hs * S::HPT + hh) * S::P_ROW + ts + 32 * t] = in ? sc[t][hh] * p.c.score_scale : -INFINITY;
+            }
+        }
+        __syncthreads();
+        {
+            const int g = tid / S::SEG, lane = tid % S::SEG;
+            sy_attn_gpu_softmax_step<S::SEG, S::TILE / S::SEG>(&p_s[g * S::P_ROW], S::TILE, lane, &m_s[g], &l_s[g],
+                                                               &alpha_s[g]);
+        }
+        __syncthreads();
+
+        /* PV: acc[hh][j] of dim d_j += p[n] v[n][d_j] over the tile. */
+#pragma unroll
+        for (int hh = 0; hh < S::HPT; hh++) {
+            const float a = alpha_s[hs * S::HPT + hh];
+#pragma unroll
+            for (int j = 0; j < S::DPT; j++)
+                acc[hh][j] *= a;
+        }
+        if constexpr (S::V5D) {
+            for (int n0 = 0; n0 < S::TILE; n0 += S::VEC) {
+                uint4 raw[S::DPT];
+#pragma unroll
+                for (int j = 0; j < S::DPT; j++)
+                    raw[j] = sy_ld_raw<16>(v_tile + (ts + 32 * j) * S::V_ROW + n0 * S::ES);
+#pragma unroll
+                for (int q4 = 0; q4 < S::VEC / 4; q4++) {
+                    float4 pv[S::HPT];
+#pragma unroll
+                    for (int hh = 0; hh < S::HPT; hh++)
+                        pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0 + q4 * 4];
+#pragma unroll
+                    for (int j = 0; j < S::DPT; j++) {
+                        float v4[4];
+                        sy_unpack4<KV>(raw[j], q4, v4);
+#pragma unroll
+                        for (int hh = 0; hh < S::HPT; hh++)
+                            acc[hh][j] = sy_dot4(acc[hh][j], pv[hh], v4);
+                    }
+                }
+            }
+        } else {
+            for (int n0 = 0; n0 < S::TILE; n0 += 4) {
+                float4 pv[S::HPT];
+#pragma unroll
+                for (int hh = 0; hh < S::HPT; hh++)
+                    pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0];
+#pragma unroll
+                for (int nn = 0; nn < 4; nn++) {
+                    float v[S::DPT];
+                    sy_ld_decode<KV, S::DPT>(v_tile + (n0 + nn) * S::V_ROW + ts * S::DPT * S::ES, v);
+#pragma unroll
+                    for (int hh = 0; hh < S::HPT; hh++) {
+                        const float w = nn == 0 ? pv[hh].x : nn == 1 ? pv[hh].y : nn == 2 ? pv[hh].z : pv[hh].w;
+#pragma unroll
+                        for (int j = 0; j < S::DPT; j++)
+                            acc[hh][j] = fmaf(w, v[j], acc[hh][j]);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+
+    /* Output (one split) or the split's partial. */
+    const uint32_t Hq = p.dims.kv_heads * p.group;
+#pragma unroll
+    for (int hh = 0; hh < S::HPT; hh++) {
+        const uint32_t g = hs * S::HPT + hh;
+        if (g >= n_heads)
+            continue;
+        const uint32_t head = head0 + g;
+        const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
+        const uint64_t part = ((uint64_t)b * Hq + head) * p.num_splits + split;
+#pragma unroll
+        for (int j = 0; j < S::DPT; j++) {
+            const uint32_t d = S::V5D ? ts + 32 * j : ts * S::DPT + j;
+            if (d >= D)
+                continue;
+            if (p.num_splits == 1)
+                sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d,
+                                 sy_attn_gpu_finish(m_s[g], l_s[g], acc[hh][j], sink) * p.c.out_scale);
+            else
+                p.part_acc[part * D + d] = acc[hh][j];
+        }
+    }
+    if (p.num_splits > 1 && tid < (int)n_heads) {
+        const uint64_t part = ((uint64_t)b * Hq + head0 + tid) * p.num_splits + split;
+        p.part_ml[2 * part] = m_s[tid];
+        p.part_ml[2 * part + 1] = l_s[tid];
+    }
+}
+
+/* Splits of one (sequence, q head) combined by log-sum-exp (sy_attn_cpu_combine), the sink in the
+ * denominator only; one block per (q head, sequence). */
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combine_kernel(const sy_attn_gpu_decode p)
+{
+    __shared__ float w_s[SY_ATTN_MAX_SPLITS];
+    __shared__ float scratch[SY_MAX_WARPS_PER_BLOCK];
+    const uint32_t head = blockIdx.x, b = blockIdx.y, S = p.num_splits, D = p.dims.head_dim;
+    const uint32_t Hq = p.dims.kv_heads * p.group;
+    const uint64_t base = ((uint64_t)b * Hq + head) * S;
+    float M = -INFINITY;
+    for (uint32_t i = threadIdx.x; i < S; i += blockDim.x)
+        if (p.part_ml[2 * (base + i) + 1] > 0.0f)
+            M = fmaxf(M, p.part_ml[2 * (base + i)]);
+    M = sy_block_max(M, scratch);
+    const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
+    if (sink && *sink > M)
+        M = *sink;
+    float den = 0.0f;
+    for (uint32_t i = threadIdx.x; i < S; i += blockDim.x) {
+        const float m = p.part_ml[2 * (base + i)], l = p.part_ml[2 * (base + i) + 1];
+        const float w = l > 0.0f && M != -INFINITY ? expf(m - M) : 0.0f;
+        w_s[i] = w;
+        den += w * l;
+    }
+    den = sy_block_sum(den, scratch);
+    if (sink && M != -INFINITY)
+        den += expf(*sink - M);
+    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+        float o = 0.0f;
+        if (M != -INFINITY) {
+            for (uint32_t i = 0; i < S; i++)
+                if (w_s[i] > 0.0f)
+                    o += w_s[i] * p.part_acc[(base + i) * D + d];
+            o = o / den * p.c.out_scale;
+        }
+        sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d, o);
+    }
+}
+
+/* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block. */
+template <int LAYOUT, int KV>
+static void sy_attn_gpu_decode_launch_kv(const sy_attn_gpu_decode &p, int dmax, dim3 grid, gpuStream_t stream)
+{
+    if (dmax == 64)
+        sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+    else
+        sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+}
+
+template <int LAYOUT>
+static void sy_attn_gpu_decode_launch_layout(const sy_attn_gpu_decode &p, int32_t kv_dtype, int dmax, dim3 grid,
+                                             gpuStream_t stream)
+{
+    if (kv_dtype == SY_DTYPE_F32)
+        sy_attn_gpu_decode_launch_kv<LAYOUT, SY_DTYPE_F32>(p, dmax, grid, stream);
+    else if (kv_dtype == SY_DTYPE_BF16)
+        sy_attn_gpu_decode_launch_kv<LAYOUT, SY_DTYPE_BF16>(p, dmax, grid, stream);
+    else
+        sy_attn_gpu_decode_launch_kv<LAYOUT, SY_DTYPE_FP8_E4M3>(p, dmax, grid, stream);
+}
+
+/* grid (splits, Hkv x head chunks, B). */
+static inline void sy_attn_gpu_decode_launch(const sy_attn_gpu_decode &p, int32_t kv_dtype, int dmax, dim3 grid,
+                                             gpuStream_t stream)
+{
+    if (p.dims.layout == SY_LAYOUT_VECTORIZED_5D)
+        sy_attn_gpu_decode_launch_layout<SY_LAYOUT_VECTORIZED_5D>(p, kv_dtype, dmax, grid, stream);
+    else
+        sy_attn_gpu_decode_launch_layout<SY_LAYOUT_NHD>(p, kv_dtype, dmax, grid, stream);
+}
+
+#endif

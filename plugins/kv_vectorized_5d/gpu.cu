@@ -1,0 +1,5 @@
+/* kv_vectorized_5d on the GPU: the shared write / gather kernels (plugins/common/kv_store_gpu.cuh)
+ * with the layout fixed. */
+#include "kv_store_gpu.cuh"
+
+SY_KV_GPU_DEFINE_OPS(sy_kv_5d_gpu_ops, SY_LAYOUT_VECTORIZED_5D);
