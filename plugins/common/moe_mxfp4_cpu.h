@@ -5,8 +5,8 @@
  *   h = W13 x + b13; g = min(h_gate, limit), u = clamp(h_up, -limit, limit);
  *   a = g * sigmoid(alpha * g) * (u + 1); y = W2 a + b2; out[t] += weight(t, e) * y.
  * Rows of W13 and W2 are decoded from the prepared (shuffled) buffer in storage order, 16-row tile
- * by tile (mxfp4_decode_cpu.h). An expert with at most SY_MXFP4_DOT_MAX_TOKENS tokens multiplies
- * each decoded block straight away; with more, a 64-row f32 tile is decoded and multiplied with all
+ * by tile (mxfp4_decode_cpu.h). An expert with one token (SY_MXFP4_DOT_MAX_TOKENS) multiplies each
+ * decoded block straight away; with more, a 64-row f32 tile is decoded and multiplied with all
  * of the expert's tokens by OpenBLAS sgemm. Either way each weight byte is read once per call, and
  * padding (hidden and intermediate beyond the model's sizes, zeros) is skipped. The result does not
  * depend on the layout: the same values reach the same arithmetic in the same order, so INTERLEAVE

@@ -31,8 +31,10 @@ void sy_mxfp4_cpu_decode_tile(const sy_mxfp4_cpu_decoder *d, const uint8_t *bloc
 void sy_mxfp4_cpu_decode_tiles(const sy_mxfp4_cpu_decoder *d, const uint8_t *blocks, const uint8_t *scales,
                                uint32_t kblocks, uint32_t kblocks_used, const uint32_t *tiles, uint32_t n, float *dst);
 
-/* Most tokens decode_dot takes: beyond a few, decoding a tile once for a BLAS multiply wins. */
-enum { SY_MXFP4_DOT_MAX_TOKENS = 4 };
+/* Most tokens decode_dot takes. Its partial sums live in L1, not in registers, so each extra token
+ * costs about what the decode does: at 2 tokens and more, decoding a tile once for sgemm was faster
+ * (bench/moe_cpu, 2-core x86_64). */
+enum { SY_MXFP4_DOT_MAX_TOKENS = 1 };
 
 /* out[t][16i + r] = sum over k < 32 * kblocks_used of W[row r of tiles[i]][k] * x[t][k] for te <=
  * SY_MXFP4_DOT_MAX_TOKENS tokens (rows of x ldx apart, of out ldo apart), decoding each block once,

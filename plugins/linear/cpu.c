@@ -1,10 +1,10 @@
-/* y = x W^T + b on the host with f32 accumulation, through OpenBLAS sgemm.
+/* y = x W^T + b on the host with f32 accumulation, through OpenBLAS.
  *
- * f32 x, W and y go to one sgemm with the caller's strides. Otherwise the operands are made f32
- * first: x once per call, W in blocks of rows into a scratch tile of a few MB (the weights arrive
- * with every call and may be far larger than memory one would want to double, e.g. the 201088-row
- * unembedding), each block multiplied as soon as it is converted; a bf16 y is computed in f32 and
- * rounded once, after the bias. */
+ * f32 x, W and y go to one sgemm (sgemv for a single row) with the caller's strides. Otherwise the
+ * operands are made f32 first: x once per call, W in blocks of rows into a scratch tile of a few MB
+ * (the weights arrive with every call and may be far larger than memory one would want to double,
+ * e.g. the 201088-row unembedding), each block multiplied as soon as it is converted; a bf16 y is
+ * computed in f32 and rounded once, after the bias. */
 #include "cpu.h"
 
 #include <cblas.h>
@@ -18,7 +18,8 @@
 #define ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
 
 /* f32 bytes of one converted block of W: L3-resident, and wide enough (364 rows at K = 2880) that
- * each sgemm call keeps OpenBLAS efficient; half a megabyte (45 rows) measured 2x slower. */
+ * each sgemm call keeps OpenBLAS efficient; half a megabyte (45 rows) measured 2x slower at M = 128
+ * and no faster for a single row. */
 enum { W_BLOCK_BYTES = 4 << 20, W_BLOCK_MIN_ROWS = 64 };
 
 typedef struct linear_cpu {
@@ -112,7 +113,7 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
     if (M == 0 || N == 0)
         return SY_OK;
     const int w_f32 = a->w.dtype == SY_DTYPE_F32, y_f32 = a->y.dtype == SY_DTYPE_F32;
-    size_t nb = w_f32 ? N : W_BLOCK_BYTES / (sizeof(float) * (K ? K : 1));
+    size_t nb = w_f32 ? N : W_BLOCK_BYTES / (sizeof(float) * K);
     nb = nb < W_BLOCK_MIN_ROWS ? W_BLOCK_MIN_ROWS : nb;
     nb = nb > N ? N : nb;
     size_t x_floats = a->x.dtype == SY_DTYPE_F32 ? 0 : M * K, w_floats = w_f32 ? 0 : nb * K;
@@ -140,8 +141,13 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
         }
         float *yf = y_f32 ? (float *)a->y.data + n0 : ys;
         size_t ldy = !y_f32 ? rows : M == 1 ? N : (size_t)a->y.stride[0];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)rows, (int)K, 1.0f, xf, (int)ldx, wf, (int)K,
-                    0.0f, yf, (int)ldy);
+        /* One row is a matrix-vector product: OpenBLAS's sgemv streams W about 3x faster than its
+         * sgemm does with M = 1. */
+        if (M == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)rows, (int)K, 1.0f, wf, (int)K, xf, 1, 0.0f, yf, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)rows, (int)K, 1.0f, xf, (int)ldx, wf,
+                        (int)K, 0.0f, yf, (int)ldy);
         finish_block(a, yf, ldy, M, n0, rows);
     }
     return SY_OK;

@@ -176,7 +176,8 @@ static float *random_tokens(sy_rng *rng)
 }
 
 /* With `tokens` tokens: 37 gives every expert more than SY_MXFP4_DOT_MAX_TOKENS of them (decoded
- * tiles and sgemm), 3 fewer (the fused decode-and-multiply). */
+ * tiles and sgemm), 1 gives each chosen expert a single token (the fused decode-and-multiply), 3 a
+ * mixture. */
 static void forward_against_reference(int tokens)
 {
     sy_rng rng = {sy_test_seed()};
@@ -237,6 +238,7 @@ END_TEST
 
 START_TEST(few_tokens_match_double_reference)
 {
+    forward_against_reference(1); /* every expert alone with its token: the fused path only */
     forward_against_reference(3);
 }
 END_TEST
