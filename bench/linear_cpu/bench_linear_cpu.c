@@ -124,28 +124,19 @@ int main(int argc, char **argv)
     FILE *f = sy_bench_open_out("bench_linear_cpu", out_path);
     sy_json j;
     sy_bench_json_begin(&j, f, "linear_cpu", runs);
-    sy_json_key(&j, "activations");
-    sy_json_string(&j, "f32 x and y, f32 bias");
+    sy_bench_kv_string(&j, "activations", "f32 x and y, f32 bias");
     sy_json_key(&j, "results");
     sy_json_begin_array(&j);
     for (int i = 0; i < nres; i++) {
         sy_json_begin_object(&j);
-        sy_json_key(&j, "op");
-        sy_json_string(&j, res[i].name);
-        sy_json_key(&j, "M");
-        sy_json_int(&j, res[i].M);
-        sy_json_key(&j, "N");
-        sy_json_int(&j, res[i].N);
-        sy_json_key(&j, "K");
-        sy_json_int(&j, res[i].K);
-        sy_json_key(&j, "weight_dtype");
-        sy_json_string(&j, res[i].wdtype == SY_DTYPE_F32 ? "f32" : "bf16");
-        sy_json_key(&j, "median_ms");
-        sy_json_double(&j, res[i].median_ms);
-        sy_json_key(&j, "gflops");
-        sy_json_double(&j, res[i].gflops);
-        sy_json_key(&j, "weight_gbps");
-        sy_json_double(&j, res[i].weight_gbps);
+        sy_bench_kv_string(&j, "op", res[i].name);
+        sy_bench_kv_int(&j, "M", res[i].M);
+        sy_bench_kv_int(&j, "N", res[i].N);
+        sy_bench_kv_int(&j, "K", res[i].K);
+        sy_bench_kv_string(&j, "weight_dtype", res[i].wdtype == SY_DTYPE_F32 ? "f32" : "bf16");
+        sy_bench_kv_double(&j, "median_ms", res[i].median_ms);
+        sy_bench_kv_double(&j, "gflops", res[i].gflops);
+        sy_bench_kv_double(&j, "weight_gbps", res[i].weight_gbps);
         sy_json_end_object(&j);
     }
     sy_json_end_array(&j);

@@ -241,11 +241,9 @@ static void json_timing(sy_json *j, const char *name, const timing *t)
 {
     char key[64];
     snprintf(key, sizeof key, "%s_median_ms", name);
-    sy_json_key(j, key);
-    sy_json_double(j, t->median_ms);
+    sy_bench_kv_double(j, key, t->median_ms);
     snprintf(key, sizeof key, "%s_min_ms", name);
-    sy_json_key(j, key);
-    sy_json_double(j, t->min_ms);
+    sy_bench_kv_double(j, key, t->min_ms);
 }
 
 static int parse_tokens(const char *s, int *out)
@@ -403,39 +401,28 @@ int main(int argc, char **argv)
     FILE *f = sy_bench_open_out("bench_moe_cpu", out_path);
     sy_json j;
     sy_bench_json_begin(&j, f, "moe_cpu", runs);
-    sy_json_key(&j, "timing");
-    sy_json_string(&j, "every pass once per round, rounds interleaved; *_median_ms and *_min_ms over the rounds");
+    sy_bench_kv_string(&j, "timing",
+                       "every pass once per round, rounds interleaved; *_median_ms and *_min_ms over the rounds");
     sy_json_key(&j, "shape");
     sy_json_begin_object(&j);
-    sy_json_key(&j, "experts");
-    sy_json_int(&j, E);
-    sy_json_key(&j, "top_k");
-    sy_json_int(&j, TOPK);
-    sy_json_key(&j, "hidden");
-    sy_json_int(&j, HID);
-    sy_json_key(&j, "intermediate");
-    sy_json_int(&j, INTER);
-    sy_json_key(&j, "padded");
-    sy_json_int(&j, 3072);
-    sy_json_key(&j, "activations");
-    sy_json_string(&j, "f32");
+    sy_bench_kv_int(&j, "experts", E);
+    sy_bench_kv_int(&j, "top_k", TOPK);
+    sy_bench_kv_int(&j, "hidden", HID);
+    sy_bench_kv_int(&j, "intermediate", INTER);
+    sy_bench_kv_int(&j, "padded", 3072);
+    sy_bench_kv_string(&j, "activations", "f32");
     sy_json_end_object(&j);
     sy_json_key(&j, "results");
     sy_json_begin_array(&j);
     for (int c = 0; c < n_counts; c++) {
         const token_result *r = &res[c];
         sy_json_begin_object(&j);
-        sy_json_key(&j, "tokens");
-        sy_json_int(&j, r->T);
-        sy_json_key(&j, "experts_used");
-        sy_json_int(&j, r->experts_used);
-        sy_json_key(&j, "weight_bytes_read");
-        sy_json_uint(&j, r->weight_bytes);
-        sy_json_key(&j, "gflop");
-        sy_json_double(&j, r->gflop);
+        sy_bench_kv_int(&j, "tokens", r->T);
+        sy_bench_kv_int(&j, "experts_used", r->experts_used);
+        sy_bench_kv_uint(&j, "weight_bytes_read", r->weight_bytes);
+        sy_bench_kv_double(&j, "gflop", r->gflop);
         json_timing(&j, "stream", &r->stream);
-        sy_json_key(&j, "stream_gbps_best");
-        sy_json_double(&j, r->weight_bytes / r->stream.min_ms * 1e-6);
+        sy_bench_kv_double(&j, "stream_gbps_best", r->weight_bytes / r->stream.min_ms * 1e-6);
         json_timing(&j, "decode_sequential", &r->decode_sequential);
         json_timing(&j, "gemm", &r->gemm);
         sy_json_key(&j, "layouts");
@@ -443,18 +430,13 @@ int main(int argc, char **argv)
         for (int l = 0; l < 2; l++) {
             const layout_result *lr = &r->layout[l];
             sy_json_begin_object(&j);
-            sy_json_key(&j, "plugin");
-            sy_json_string(&j, lr->plugin);
-            sy_json_key(&j, "prepare_ms");
-            sy_json_double(&j, lr->prepare_ms);
+            sy_bench_kv_string(&j, "plugin", lr->plugin);
+            sy_bench_kv_double(&j, "prepare_ms", lr->prepare_ms);
             json_timing(&j, "forward", &lr->forward);
-            sy_json_key(&j, "forward_weight_gbps_best");
-            sy_json_double(&j, r->weight_bytes / lr->forward.min_ms * 1e-6);
-            sy_json_key(&j, "forward_gflops_best");
-            sy_json_double(&j, r->gflop / lr->forward.min_ms * 1e3);
+            sy_bench_kv_double(&j, "forward_weight_gbps_best", r->weight_bytes / lr->forward.min_ms * 1e-6);
+            sy_bench_kv_double(&j, "forward_gflops_best", r->gflop / lr->forward.min_ms * 1e3);
             json_timing(&j, "decode_layout", &lr->decode_layout);
-            sy_json_key(&j, "layout_overhead_ms_best");
-            sy_json_double(&j, lr->decode_layout.min_ms - r->decode_sequential.min_ms);
+            sy_bench_kv_double(&j, "layout_overhead_ms_best", lr->decode_layout.min_ms - r->decode_sequential.min_ms);
             sy_json_end_object(&j);
         }
         sy_json_end_array(&j);

@@ -76,6 +76,30 @@ void sy_bench_json_begin(sy_json *j, FILE *f, const char *bench, int runs)
     sy_json_string(j, "median ms after one warm-up");
 }
 
+void sy_bench_kv_int(sy_json *j, const char *key, int64_t v)
+{
+    sy_json_key(j, key);
+    sy_json_int(j, v);
+}
+
+void sy_bench_kv_uint(sy_json *j, const char *key, uint64_t v)
+{
+    sy_json_key(j, key);
+    sy_json_uint(j, v);
+}
+
+void sy_bench_kv_double(sy_json *j, const char *key, double v)
+{
+    sy_json_key(j, key);
+    sy_json_double(j, v);
+}
+
+void sy_bench_kv_string(sy_json *j, const char *key, const char *v)
+{
+    sy_json_key(j, key);
+    sy_json_string(j, v);
+}
+
 FILE *sy_bench_open_out(const char *prog, const char *path)
 {
     FILE *f = path ? fopen(path, "w") : stdout;

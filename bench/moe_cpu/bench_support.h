@@ -4,6 +4,8 @@
 #define SY_BENCH_SUPPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "util/json.h"
 
@@ -15,6 +17,11 @@ void sy_bench_json_machine(sy_json *j);
 /* Opens the report object: "bench": name, "machine": {cpu, arch, cores, blas_threads, blas_config},
  * "runs", "statistic" (the median after one warm-up); the caller adds its fields and closes it. */
 void sy_bench_json_begin(sy_json *j, FILE *f, const char *bench, int runs);
+/* "key": value members of the open JSON object. */
+void sy_bench_kv_int(sy_json *j, const char *key, int64_t v);
+void sy_bench_kv_uint(sy_json *j, const char *key, uint64_t v);
+void sy_bench_kv_double(sy_json *j, const char *key, double v);
+void sy_bench_kv_string(sy_json *j, const char *key, const char *v);
 /* The output file of --out PATH, or stdout for NULL; exits with a message when it cannot be opened. */
 FILE *sy_bench_open_out(const char *prog, const char *path);
 
