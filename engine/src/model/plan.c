@@ -25,6 +25,11 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
                        "model.dtype: the engine keeps activations in f32 between ops; %s activations are not "
                        "available in this version",
                        sy_dtype_name(d->act_dtype));
+    if (sy_config_int(cfg, "parallel.tp") != 1)
+        return sy_fail(err, SY_E_UNSUPPORTED,
+                       "parallel.tp: the engine runs on one device; tensor parallelism (tp = %lld) is checked by "
+                       "`config check` against every plugin's max_tp but not run in this version",
+                       (long long)sy_config_int(cfg, "parallel.tp"));
     sy_model_dims_from_config(cfg, &p->dims);
     p->weight_seed = (uint64_t)sy_config_int(cfg, "model.seed");
     p->backend = sy_composition_backend(comp);
