@@ -1,0 +1,935 @@
+/* GPU implementation of the MXFP4 MoE ops, shared by moe_mxfp4_interleave and moe_mxfp4_separated:
+ * each plugin's gpu.cu is this header, and its plugin.c binds the tile layout at init
+ * (moe_mxfp4_gpu.h). Every kernel takes the layout as a parameter and reaches the shuffled bytes
+ * only through moe_layout.h, so the two plugins run the same code on different addresses.
+ *
+ * prepare (all on the device): zero the buffer, the neutral scale 0x7F over both scale sections,
+ * the header, then one thread per checkpoint block copies its 16 bytes and its scale byte to
+ * sy_moe_block_offset / sy_moe_scale_offset of its tile-order row, and one thread per bias writes it
+ * as f32 in de-interleaved order: the same bytes as the host prepare (moe_mxfp4_cpu.c).
+ *
+ * route: one thread per token runs sy_moe_route_token, the host's own function (ties to the lower
+ * id, NaN last, softmax over the k chosen).
+ *
+ * forward, per slice of at most MOE_GPU_SLICE_PAIRS routed (token, k) pairs:
+ *   count    experts' pair counts (atomic increments: the counts do not depend on their order)
+ *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
+ *            counts, and a list of chunks (expert, first, count <= MOE_GPU_TOKENS) per expert
+ *   scatter  the pairs grouped by expert
+ *   w13      per (chunk, 32 intermediate indices): gate and up rows times the chunk's tokens,
+ *            + b13, clamped SwiGLU -> act[pair][I]
+ *   w2       per (chunk, 64 hidden rows): W2 act + b2 -> y[pair][H]
+ *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
+ * Each weight byte of an expert is read once per chunk of up to 4 of its tokens (16-byte loads,
+ * 16 rows x 16 blocks = 4 KB per CTA step, coalesced), and every sum is a function of one pair's
+ * data alone: the position a pair lands in inside its group (set by atomics), the chunk it shares
+ * and the grouping order never reach the arithmetic, and neither does the layout (a CTA's thread
+ * (row, column) owns the same logical row and blocks in both). Repeated runs and the two plugins
+ * therefore agree bit for bit; against the host (an sgemm over decoded tiles) only the order of
+ * the f32 sums differs.
+ *
+ * The inner product. An E2M1 code becomes, in four integer operations, the f32 whose bits hold its
+ * sign at bit 31 and its exponent and mantissa bits at 24..22: exactly e2m1 * 2^-126 (the codes of
+ * +-0.5 land on the subnormal 2^-127; neither toolkit flushes f32 subnormals without fast-math, and
+ * the build uses none). The staged inputs are x * 2^64, so products are x * e2m1 * 2^-62, in the
+ * normal range for |x * e2m1| >= 2^-64, rounded exactly as x * e2m1 would be. A block's 32 products
+ * are summed, then scaled by 2^62 and by the block's E8M0 scale: powers of two, exact. Inputs of
+ * magnitude 2^64 or more would overflow the staging and are outside what this kernel supports.
+ *
+ * Speed, measured later in bench/: each weight element costs its decode (4 ops) plus one FMA per
+ * token of the chunk on the CUDA cores. At 128 tokens top-4 of 128 experts that is about 25 G
+ * lane operations, ALU-bound near 0.8 ms on an H200 against the 0.6 ms weight-bandwidth target;
+ * meeting it needs tensor cores (bf16 MMA on dequantized tiles, the inputs split into bf16 high
+ * and low parts to keep f32 accuracy), the next step for this file. */
+#ifndef SY_MOE_MXFP4_GPU_CUH
+#define SY_MOE_MXFP4_GPU_CUH
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_runtime.h"
+#include "moe_layout.h"
+#include "moe_mxfp4_gpu.h"
+#include "moe_route.h"
+#include "switchyard/plugin.h"
+#include "sy_mxfp4.h"
+#include "sy_numeric.h"
+#include "workspace_gpu.cuh"
+extern "C" {
+#include "sy_op_check.h"
+}
+
+enum {
+    MOE_GPU_THREADS = 256,      /* forward CTAs: 16 rows of a tile x 16 block columns; any warp width */
+    MOE_GPU_TILE_ROWS = 16,     /* rows of one tile of the shuffled layout */
+    MOE_GPU_COLUMNS = 16,       /* MXFP4 blocks of a row read side by side by one CTA */
+    MOE_GPU_TILES = 4,          /* tiles per CTA: w13 2 gate + 2 up (32 intermediate indices), w2 64 rows */
+    MOE_GPU_TOKENS = 4,         /* routed tokens per chunk: one CTA's token count */
+    MOE_GPU_STAGE_BLOCKS = 32,  /* input blocks (of 32 values) staged in shared memory at a time */
+    MOE_GPU_STAGE_STRIDE = 36,  /* floats per staged block: 4 of padding put neighbouring columns on other banks */
+    MOE_GPU_REDUCE_STRIDE = 17, /* floats per (tile, token, row) of the column reduction, also against conflicts */
+    MOE_GPU_SLICE_PAIRS = 8192, /* routed pairs per pass: bounds the act and y buffers (2 x 94 MB at 2880) */
+    MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_GPU_MAX_EXPERTS,
+    MOE_GPU_SIMPLE_THREADS = 256
+};
+
+#define MOE_GPU_W13_INDICES (MOE_GPU_TILES / 2 * MOE_GPU_TILE_ROWS) /* intermediate indices per w13 CTA */
+#define MOE_GPU_W2_ROWS (MOE_GPU_TILES * MOE_GPU_TILE_ROWS)          /* hidden rows per w2 CTA */
+#define MOE_GPU_STAGE_FLOATS (MOE_GPU_STAGE_BLOCKS * MOE_GPU_STAGE_STRIDE)
+#define MOE_GPU_SMEM_FLOATS (MOE_GPU_TOKENS * MOE_GPU_STAGE_FLOATS)
+
+static_assert(MOE_GPU_THREADS == MOE_GPU_TILE_ROWS * MOE_GPU_COLUMNS, "one thread per (row, column)");
+static_assert(MOE_GPU_STAGE_BLOCKS % MOE_GPU_COLUMNS == 0, "whole column steps per stage");
+static_assert(MOE_GPU_TILES * MOE_GPU_TOKENS * MOE_GPU_TILE_ROWS * MOE_GPU_REDUCE_STRIDE <= MOE_GPU_SMEM_FLOATS,
+              "the column reduction reuses the staging buffer");
+static_assert(MOE_GPU_TILES * MOE_GPU_TOKENS * MOE_GPU_TILE_ROWS <= MOE_GPU_THREADS, "one thread per output");
+
+/* ------------------------------------------------------------------------------------------ */
+/* context and argument checks                                                                 */
+
+typedef struct moe_gpu_ctx {
+    uint32_t gate_up_layout;
+    sy_gpu_workspace ws;
+} moe_gpu_ctx;
+
+extern "C" sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err)
+{
+    if (gate_up_layout != SY_MOE_GATE_UP_INTERLEAVE && gate_up_layout != SY_MOE_GATE_UP_SEPARATED)
+        return sy_op_fail(err, SY_E_INTERNAL,
+                          "moe init: gate_up_layout %u is neither interleave (%d) nor separated (%d)", gate_up_layout,
+                          SY_MOE_GATE_UP_INTERLEAVE, SY_MOE_GATE_UP_SEPARATED);
+    moe_gpu_ctx *c = (moe_gpu_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return sy_op_fail(err, SY_E_NOMEM, "moe init: out of memory for the plugin context");
+    c->gate_up_layout = gate_up_layout;
+    c->ws.host = host;
+    *ctx = c;
+    return SY_OK;
+}
+
+extern "C" void sy_moe_mxfp4_gpu_fini(void *ctx)
+{
+    moe_gpu_ctx *c = (moe_gpu_ctx *)ctx;
+    if (!c)
+        return;
+    sy_gpu_workspace_release(&c->ws);
+    free(c);
+}
+
+static sy_status moe_gpu_check_shape(const char *op, const sy_moe_shape *s, sy_error *err)
+{
+    if (!s || s->struct_size < sizeof(sy_moe_shape))
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape struct_size %u is smaller than sy_moe_shape (%zu)", op,
+                          s ? s->struct_size : 0u, sizeof(sy_moe_shape));
+    const struct {
+        const char *name;
+        uint32_t value, limit;
+        sy_status status;
+    } dims[] = {{"num_experts", s->num_experts, SY_MOE_MXFP4_GPU_MAX_EXPERTS, SY_E_UNSUPPORTED},
+                {"hidden", s->hidden, SY_MOE_MXFP4_GPU_MAX_DIM, SY_E_INVALID},
+                {"intermediate", s->intermediate, SY_MOE_MXFP4_GPU_MAX_DIM, SY_E_INVALID}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        uint32_t multiple = i == 0 ? 1u : (uint32_t)SY_MXFP4_BLOCK;
+        if (dims[i].value == 0 || dims[i].value % multiple || dims[i].value > dims[i].limit)
+            return sy_op_fail(err, dims[i].status, "%s: shape.%s %u must be a positive multiple of %u up to %u", op,
+                              dims[i].name, dims[i].value, multiple, dims[i].limit);
+    }
+    if (s->top_k == 0 || s->top_k > s->num_experts || s->top_k > SY_MOE_MAX_TOP_K)
+        return sy_op_fail(err, SY_E_INVALID, "%s: shape.top_k %u is outside 1..min(num_experts %u, %d)", op, s->top_k,
+                          s->num_experts, SY_MOE_MAX_TOP_K);
+    return SY_OK;
+}
+
+/* topk_ids int32 [T, k] and topk_weights f32 [T, k], contiguous. */
+static sy_status moe_gpu_check_topk(const char *op, const sy_tensor *ids, const sy_tensor *weights, int64_t T,
+                                    uint32_t k, sy_error *err)
+{
+    int64_t want[2] = {T, k};
+    sy_status st = sy_op_check_dense_tensor(op, "topk_ids", ids, SY_DTYPE_BIT(SY_DTYPE_I32), 2, want, 0, err);
+    return st == SY_OK
+               ? sy_op_check_dense_tensor(op, "topk_weights", weights, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want, 0, err)
+               : st;
+}
+
+static int moe_gpu_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* The checks every op starts with: its ctx (when it needs one), the args' struct_size, the shape. */
+static sy_status moe_gpu_check_call(const char *op, const void *ctx, int needs_ctx, const void *args,
+                                    uint32_t struct_size, size_t want, const char *args_type, const sy_moe_shape *shape,
+                                    sy_error *err)
+{
+    if (needs_ctx && !ctx)
+        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
+    if (!args || struct_size < want)
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than %s (%zu)", op,
+                          args ? struct_size : 0u, args_type, want);
+    return moe_gpu_check_shape(op, shape, err);
+}
+
+/* The prepared buffer is read and written with 16-byte accesses. */
+static sy_status moe_gpu_check_prepared(const char *op, const void *prepared, sy_error *err)
+{
+    if (!prepared)
+        return sy_op_fail(err, SY_E_INVALID, "%s: prepared is NULL", op);
+    if (!moe_gpu_aligned16(prepared))
+        return sy_op_fail(err, SY_E_INVALID, "%s: prepared %p is not 16-byte aligned", op, prepared);
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* prepare                                                                                     */
+
+/* One checkpoint matrix and where its shuffled copy goes. */
+typedef struct moe_gpu_move {
+    const uint8_t *ck_blocks, *ck_scales; /* [E][rows][ck_kblocks][16], [E][rows][ck_kblocks] */
+    uint8_t *blocks, *scales;             /* expert 0's shuffled sections */
+    uint64_t expert_bytes, expert_scales;
+    uint64_t count; /* E * rows * ck_kblocks */
+    uint32_t rows, ck_kblocks, kblocks;
+    uint32_t is_w13, gate_up_layout, inter_padded;
+    uint32_t vector_copy; /* 1: both block pointers 16-byte aligned */
+} moe_gpu_move;
+
+static __global__ void moe_gpu_move_kernel(moe_gpu_move m)
+{
+    for (uint64_t idx = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < m.count;
+         idx += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t j = (uint32_t)(idx % m.ck_kblocks);
+        const uint64_t row = idx / m.ck_kblocks;
+        const uint32_t e = (uint32_t)(row / m.rows), cr = (uint32_t)(row % m.rows);
+        /* Checkpoint row 2i + g of w13 is de-interleaved row g*Ip + i, then put in tile order. */
+        const uint32_t q = m.is_w13 ? sy_moe_w13_tile_row(m.gate_up_layout, (cr % 2u) * m.inter_padded + cr / 2u,
+                                                          m.inter_padded)
+                                    : cr;
+        uint8_t *dst = m.blocks + e * m.expert_bytes + sy_moe_block_offset(q, j, m.kblocks);
+        const uint8_t *src = m.ck_blocks + idx * SY_MXFP4_BLOCK_BYTES;
+        if (m.vector_copy) {
+            *(uint4 *)dst = *(const uint4 *)src;
+        } else {
+            for (int b = 0; b < SY_MXFP4_BLOCK_BYTES; b++)
+                dst[b] = src[b];
+        }
+        m.scales[e * m.expert_scales + sy_moe_scale_offset(q, j, m.kblocks)] = m.ck_scales[idx];
+    }
+}
+
+/* Biases of both matrices as f32: b13 in de-interleaved order (row g*Ip + i), b2 as given. */
+typedef struct moe_gpu_bias_move {
+    const void *w13_bias, *w2_bias;
+    int32_t w13_dtype, w2_dtype;
+    float *b13, *b2;
+    uint32_t experts, inter, hidden, inter_padded, hidden_padded;
+} moe_gpu_bias_move;
+
+static __device__ __forceinline__ float moe_gpu_load_f32_or_bf16(const void *p, int32_t dtype, uint64_t i)
+{
+    return dtype == SY_DTYPE_BF16 ? sy_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static __global__ void moe_gpu_bias_kernel(moe_gpu_bias_move b)
+{
+    const uint64_t n13 = (uint64_t)b.experts * 2u * b.inter, n2 = (uint64_t)b.experts * b.hidden;
+    for (uint64_t idx = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n13 + n2;
+         idx += (uint64_t)gridDim.x * blockDim.x) {
+        if (idx < n13) {
+            const uint32_t e = (uint32_t)(idx / (2u * b.inter)), cr = (uint32_t)(idx % (2u * b.inter));
+            b.b13[(uint64_t)e * 2u * b.inter_padded + (cr % 2u) * b.inter_padded + cr / 2u] =
+                moe_gpu_load_f32_or_bf16(b.w13_bias, b.w13_dtype, idx);
+        } else {
+            const uint64_t i = idx - n13;
+            const uint32_t e = (uint32_t)(i / b.hidden), n = (uint32_t)(i % b.hidden);
+            b.b2[(uint64_t)e * b.hidden_padded + n] = moe_gpu_load_f32_or_bf16(b.w2_bias, b.w2_dtype, i);
+        }
+    }
+}
+
+static __global__ void moe_gpu_header_kernel(sy_moe_prepared_header h, sy_moe_prepared_header *dst)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *dst = h;
+}
+
+/* Blocks for a grid-stride loop over n items: enough to fill a large GPU several times over. */
+static unsigned moe_gpu_grid_for(uint64_t n)
+{
+    uint64_t blocks = (n + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS;
+    return (unsigned)(blocks < 1 ? 1 : blocks > 65536 ? 65536 : blocks);
+}
+
+/* Checks one checkpoint matrix: blocks [E, R, K/32, 16], scales [E, R, K/32], bias [E, R]. */
+static sy_status moe_gpu_check_checkpoint(const char *op, const char *what, const sy_tensor *blocks,
+                                          const sy_tensor *scales, const sy_tensor *bias, uint32_t E, uint32_t rows,
+                                          uint32_t k, sy_error *err)
+{
+    const uint32_t u8 = SY_DTYPE_BIT(SY_DTYPE_U8), fb = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16);
+    const int64_t want_blocks[4] = {E, rows, k / SY_MXFP4_BLOCK, SY_MXFP4_BLOCK_BYTES}, want_bias[2] = {E, rows};
+    const sy_tensor *t[3] = {blocks, scales, bias};
+    const char *suffix[3] = {"blocks", "scales", "bias"};
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s", what, suffix[i]);
+        sy_status st = sy_op_check_dense_tensor(op, name, t[i], i < 2 ? u8 : fb, i == 0 ? 4 : i == 1 ? 3 : 2,
+                                                i < 2 ? want_blocks : want_bias, 0, err);
+        if (st != SY_OK)
+            return st;
+    }
+    return SY_OK;
+}
+
+static sy_moe_prepared_header moe_gpu_header_of(const sy_moe_dims *d, uint32_t layout)
+{
+    sy_moe_prepared_header h;
+    h.magic = SY_MOE_PREPARED_MAGIC;
+    h.version = SY_MOE_PREPARED_VERSION;
+    h.gate_up_layout = layout;
+    h.experts = d->experts;
+    h.hidden = d->hidden;
+    h.intermediate = d->intermediate;
+    h.hidden_padded = d->hidden_padded;
+    h.intermediate_padded = d->intermediate_padded;
+    return h;
+}
+
+extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const sy_moe_prepare_args *a, sy_error *err)
+{
+    static const char op[] = "moe prepare";
+    moe_gpu_ctx *c = (moe_gpu_ctx *)ctx;
+    sy_status st = moe_gpu_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_prepare_args",
+                                      a ? &a->shape : NULL, err);
+    if (st != SY_OK)
+        return st;
+    const sy_moe_shape *s = &a->shape;
+    st = moe_gpu_check_checkpoint(op, "w13", &a->w13_blocks, &a->w13_scales, &a->w13_bias, s->num_experts,
+                                  2u * s->intermediate, s->hidden, err);
+    if (st == SY_OK)
+        st = moe_gpu_check_checkpoint(op, "w2", &a->w2_blocks, &a->w2_scales, &a->w2_bias, s->num_experts, s->hidden,
+                                      s->intermediate, err);
+    if (st == SY_OK)
+        st = moe_gpu_check_prepared(op, a->prepared, err);
+    if (st != SY_OK)
+        return st;
+
+    const sy_moe_dims d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
+    const sy_moe_sections sec = sy_moe_sections_of(&d);
+    const gpuStream_t gs = sy_gpu_stream(stream);
+    uint8_t *base = (uint8_t *)a->prepared;
+    const uint64_t E = d.experts;
+
+    /* Padding first: zero weights and biases, the neutral scale; then the checkpoint over it. */
+    SY_GPU_CHECKF(err, gpuMemsetAsync(base, 0, sec.total, gs), "for %llu bytes of prepared weights",
+                  (unsigned long long)sec.total);
+    SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w13_scales, SY_E8M0_ONE, E * sec.w13_expert_scales, gs),
+                  "for the w13 scales");
+    SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w2_scales, SY_E8M0_ONE, E * sec.w2_expert_scales, gs),
+                  "for the w2 scales");
+    moe_gpu_header_kernel<<<1, 64, 0, gs>>>(moe_gpu_header_of(&d, c->gate_up_layout),
+                                            (sy_moe_prepared_header *)(base + sec.header));
+    SY_GPU_CHECK_LAUNCH(err, "moe_gpu_header_kernel");
+
+    for (int w13 = 1; w13 >= 0; w13--) {
+        moe_gpu_move m;
+        const sy_tensor *blocks = w13 ? &a->w13_blocks : &a->w2_blocks;
+        m.ck_blocks = (const uint8_t *)blocks->data;
+        m.ck_scales = (const uint8_t *)(w13 ? a->w13_scales.data : a->w2_scales.data);
+        m.blocks = base + (w13 ? sec.w13_blocks : sec.w2_blocks);
+        m.scales = base + (w13 ? sec.w13_scales : sec.w2_scales);
+        m.expert_bytes = w13 ? sec.w13_expert_bytes : sec.w2_expert_bytes;
+        m.expert_scales = w13 ? sec.w13_expert_scales : sec.w2_expert_scales;
+        m.rows = w13 ? 2u * d.intermediate : d.hidden;
+        m.ck_kblocks = (w13 ? d.hidden : d.intermediate) / SY_MXFP4_BLOCK;
+        m.kblocks = (w13 ? d.hidden_padded : d.intermediate_padded) / SY_MXFP4_BLOCK;
+        m.count = E * m.rows * m.ck_kblocks;
+        m.is_w13 = (uint32_t)w13;
+        m.gate_up_layout = c->gate_up_layout;
+        m.inter_padded = d.intermediate_padded;
+        m.vector_copy = (uint32_t)moe_gpu_aligned16(m.ck_blocks);
+        moe_gpu_move_kernel<<<moe_gpu_grid_for(m.count), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(m);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_move_kernel");
+    }
+
+    moe_gpu_bias_move b;
+    b.w13_bias = a->w13_bias.data;
+    b.w2_bias = a->w2_bias.data;
+    b.w13_dtype = a->w13_bias.dtype;
+    b.w2_dtype = a->w2_bias.dtype;
+    b.b13 = (float *)(base + sec.w13_bias);
+    b.b2 = (float *)(base + sec.w2_bias);
+    b.experts = d.experts;
+    b.inter = d.intermediate;
+    b.hidden = d.hidden;
+    b.inter_padded = d.intermediate_padded;
+    b.hidden_padded = d.hidden_padded;
+    moe_gpu_bias_kernel<<<moe_gpu_grid_for(E * (2u * d.intermediate + d.hidden)), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(b);
+    SY_GPU_CHECK_LAUNCH(err, "moe_gpu_bias_kernel");
+    return SY_OK;
+}
+
+extern "C" sy_status sy_moe_mxfp4_gpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err)
+{
+    sy_status st = moe_gpu_check_shape("moe prepared_bytes", shape, err);
+    if (st != SY_OK)
+        return st;
+    sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
+    *bytes = sy_moe_sections_of(&d).total;
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* route                                                                                       */
+
+static __global__ void moe_gpu_route_kernel(const float *logits, int64_t stride, uint32_t experts, uint32_t k,
+                                            int64_t tokens, int32_t *ids, float *weights)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < tokens)
+        sy_moe_route_token(logits + t * stride, experts, k, ids + t * k, weights + t * k);
+}
+
+extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *a, sy_error *err)
+{
+    static const char op[] = "moe route";
+    sy_status st = moe_gpu_check_call(op, ctx, 0, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_route_args",
+                                      a ? &a->shape : NULL, err);
+    if (st != SY_OK)
+        return st;
+    const uint32_t E = a->shape.num_experts, k = a->shape.top_k;
+    const int64_t T = a->logits.ndim == 2 ? a->logits.shape[0] : SY_ANY_DIM;
+    const int64_t want_logits[2] = {SY_ANY_DIM, E};
+    st = sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
+    if (st == SY_OK)
+        st = moe_gpu_check_topk(op, &a->topk_ids, &a->topk_weights, T, k, err);
+    if (st != SY_OK || T == 0)
+        return st;
+    const int64_t blocks = (T + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS;
+    if (blocks > 0x7FFFFFFF)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld tokens exceed one launch", op, (long long)T);
+    /* A single row's stride is free in the tensor view. */
+    const int64_t stride = T == 1 ? (int64_t)E : a->logits.stride[0];
+    moe_gpu_route_kernel<<<(unsigned)blocks, MOE_GPU_SIMPLE_THREADS, 0, sy_gpu_stream(stream)>>>(
+        (const float *)a->logits.data, stride, E, k, T, (int32_t *)a->topk_ids.data, (float *)a->topk_weights.data);
+    SY_GPU_CHECK_LAUNCH(err, "moe_gpu_route_kernel");
+    return SY_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* forward: grouping                                                                           */
+
+/* Up to MOE_GPU_TOKENS routed pairs of one expert, pairs[first .. first + count). */
+typedef struct moe_gpu_chunk {
+    int32_t expert, first, count, reserved;
+} moe_gpu_chunk;
+
+static __global__ void moe_gpu_count_kernel(const int32_t *ids, int32_t pairs, uint32_t experts, int32_t *counts)
+{
+    const int32_t p = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (p < pairs && ids[p] >= 0 && (uint32_t)ids[p] < experts)
+        atomicAdd(&counts[ids[p]], 1);
+}
+
+typedef struct moe_gpu_plan {
+    const sy_moe_prepared_header *header; /* in the prepared buffer */
+    sy_moe_prepared_header expected;
+    const int32_t *counts;
+    int32_t *offsets; /* [E + 1] */
+    moe_gpu_chunk *chunks;
+    int32_t *n_chunks, *valid;
+    uint32_t experts;
+} moe_gpu_plan;
+
+/* Inclusive prefix sum over the block, in a fixed order (Hillis-Steele, double-buffered). */
+static __device__ int32_t moe_gpu_block_scan(int32_t v, int32_t (*buf)[MOE_GPU_PLAN_THREADS])
+{
+    const int tid = (int)threadIdx.x;
+    int cur = 0;
+    buf[0][tid] = v;
+    __syncthreads();
+    for (int step = 1; step < MOE_GPU_PLAN_THREADS; step *= 2) {
+        int32_t sum = buf[cur][tid] + (tid >= step ? buf[cur][tid - step] : 0);
+        buf[1 - cur][tid] = sum;
+        cur = 1 - cur;
+        __syncthreads();
+    }
+    return buf[cur][tid];
+}
+
+static __global__ void __launch_bounds__(MOE_GPU_PLAN_THREADS) moe_gpu_plan_kernel(moe_gpu_plan a)
+{
+    __shared__ int32_t scan[2][MOE_GPU_PLAN_THREADS];
+    __shared__ int32_t header_ok;
+    const uint32_t e = threadIdx.x;
+    if (e == 0) {
+        const sy_moe_prepared_header h = *a.header;
+        header_ok = h.magic == a.expected.magic && h.version == a.expected.version &&
+                    h.gate_up_layout == a.expected.gate_up_layout && h.experts == a.expected.experts &&
+                    h.hidden == a.expected.hidden && h.intermediate == a.expected.intermediate &&
+                    h.hidden_padded == a.expected.hidden_padded &&
+                    h.intermediate_padded == a.expected.intermediate_padded;
+    }
+    const int32_t count = e < a.experts ? a.counts[e] : 0;
+    const int32_t n_chunks = (count + MOE_GPU_TOKENS - 1) / MOE_GPU_TOKENS;
+    const int32_t first = moe_gpu_block_scan(count, scan) - count;
+    const int32_t first_chunk = moe_gpu_block_scan(n_chunks, scan) - n_chunks;
+    /* The scans' barriers made header_ok visible. */
+    if (e < a.experts)
+        a.offsets[e] = first;
+    if (e + 1 == a.experts) {
+        a.offsets[e + 1] = first + count;
+        *a.n_chunks = header_ok ? first_chunk + n_chunks : 0;
+        *a.valid = header_ok;
+    }
+    if (!header_ok || e >= a.experts)
+        return;
+    /* Even chunk sizes: 5 tokens are 3 + 2, not 4 + 1. */
+    int32_t start = first;
+    for (int32_t i = 0; i < n_chunks; i++) {
+        moe_gpu_chunk ch;
+        ch.expert = (int32_t)e;
+        ch.first = start;
+        ch.count = count / n_chunks + (i < count % n_chunks ? 1 : 0);
+        ch.reserved = 0;
+        a.chunks[first_chunk + i] = ch;
+        start += ch.count;
+    }
+}
+
+static __global__ void moe_gpu_scatter_kernel(const int32_t *ids, int32_t pairs, uint32_t experts,
+                                              const int32_t *offsets, int32_t *fill, int32_t *grouped)
+{
+    const int32_t p = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (p < pairs && ids[p] >= 0 && (uint32_t)ids[p] < experts)
+        grouped[offsets[ids[p]] + atomicAdd(&fill[ids[p]], 1)] = p;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* forward: the expert matrices                                                                */
+
+/* One prepared matrix (w13 or w2) of expert 0; expert e is `e` strides further. */
+typedef struct moe_gpu_matrix {
+    const uint8_t *blocks, *scales;
+    const float *bias;
+    uint64_t expert_bytes, expert_scales, expert_bias;
+    uint32_t kblocks, kblocks_used; /* blocks a row stored, and blocks a row really has */
+} moe_gpu_matrix;
+
+/* One launch of the grouped product: rows of the chunk's expert times the chunk's input rows. */
+typedef struct moe_gpu_gemm {
+    moe_gpu_matrix m;
+    const void *in; /* w13: x rows, one per token; w2: act rows, one per pair */
+    int32_t in_dtype;
+    uint32_t in_pair_divisor; /* input row of pair p: p / divisor (top_k for x, 1 for act) */
+    int64_t in_stride;        /* elements between input rows */
+    const int32_t *grouped;   /* pairs grouped by expert */
+    const moe_gpu_chunk *chunks;
+    const int32_t *n_chunks;
+    float *out; /* [pairs][out_rows] */
+    uint32_t out_rows;        /* w13: intermediate I (act columns); w2: hidden H */
+    uint32_t gate_up_layout, inter_padded;
+    float alpha, limit;
+} moe_gpu_gemm;
+
+/* E2M1 code `q` of `word` (bits 4q..4q+3) as the f32 e2m1 * 2^-126 (see the file's comment). */
+static __device__ __forceinline__ float moe_gpu_e2m1_tiny(uint32_t word, int q)
+{
+    const uint32_t code = word >> (4 * q);
+    return sy_f32_from_bits(((code & 8u) << 28) | ((code & 7u) << 22));
+}
+
+static __device__ __forceinline__ float moe_gpu_swiglu(float g, float u, float alpha, float limit)
+{
+    g = g > limit ? limit : g;
+    u = u > limit ? limit : (u < -limit ? -limit : u);
+    return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+}
+
+/* The CTA's share of one chunk: MOE_GPU_TILES tiles of the expert's matrix (blockIdx.y picks which)
+ * times the chunk's MT input rows, over all used blocks of K. Thread (row, column) reads block
+ * columns column, column + 16, ... of row `row` of every tile, 16 bytes at a time. */
+template <bool W13, int MT>
+static __device__ __forceinline__ void moe_gpu_gemm_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch,
+                                                          float *smem)
+{
+    const int tid = (int)threadIdx.x, row = tid % MOE_GPU_TILE_ROWS, column = tid / MOE_GPU_TILE_ROWS;
+    const uint32_t e = (uint32_t)ch.expert, group = blockIdx.y;
+    const moe_gpu_matrix &m = a.m;
+
+    /* Byte offsets inside the expert's blocks and scales of this thread's row of each tile at
+     * block 0: both layout formulas add a row part and a block part with no carry between them,
+     * so block j is at block_base + 256 j and its scale at scale_base + sy_moe_scale_offset(0, j). */
+    const uint8_t *blocks = m.blocks + e * m.expert_bytes;
+    const uint8_t *scales = m.scales + e * m.expert_scales;
+    uint32_t block_base[MOE_GPU_TILES], scale_base[MOE_GPU_TILES];
+    bool live[MOE_GPU_TILES];
+#pragma unroll
+    for (int r = 0; r < MOE_GPU_TILES; r++) {
+        uint32_t first_row; /* tile-order row of the tile's first row */
+        if (W13) {
+            /* Tiles 0, 1: gate rows i0 .. i0 + 31; tiles 2, 3: the up rows of the same indices. */
+            const uint32_t logical = (uint32_t)(r / 2) * a.inter_padded + group * MOE_GPU_W13_INDICES +
+                                     (uint32_t)(r % 2) * MOE_GPU_TILE_ROWS;
+            first_row = sy_moe_w13_tile_row(a.gate_up_layout, logical, a.inter_padded);
+            live[r] = true;
+        } else {
+            first_row = group * MOE_GPU_W2_ROWS + (uint32_t)r * MOE_GPU_TILE_ROWS;
+            live[r] = first_row < a.out_rows;
+        }
+        block_base[r] = (uint32_t)sy_moe_block_offset(first_row + (uint32_t)row, 0, m.kblocks);
+        scale_base[r] = (uint32_t)sy_moe_scale_offset(first_row + (uint32_t)row, 0, m.kblocks);
+    }
+    const size_t in_elem = a.in_dtype == SY_DTYPE_BF16 ? 2 : 4;
+    float acc[MOE_GPU_TILES][MT];
+#pragma unroll
+    for (int r = 0; r < MOE_GPU_TILES; r++)
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+            acc[r][t] = 0.0f;
+
+    const uint32_t kb = m.kblocks_used, k_used = kb * SY_MXFP4_BLOCK;
+    for (uint32_t j0 = 0; j0 < kb; j0 += MOE_GPU_STAGE_BLOCKS) {
+        __syncthreads(); /* the previous stage is consumed */
+#pragma unroll
+        for (int t = 0; t < MT; t++) {
+            const char *in_row = (const char *)a.in + (int64_t)(a.grouped[ch.first + t] / (int32_t)a.in_pair_divisor) *
+                                                          a.in_stride * (int64_t)in_elem;
+            for (int kk = tid; kk < MOE_GPU_STAGE_BLOCKS * SY_MXFP4_BLOCK; kk += MOE_GPU_THREADS) {
+                const uint32_t k = j0 * SY_MXFP4_BLOCK + (uint32_t)kk;
+                const float v = k < k_used ? moe_gpu_load_f32_or_bf16(in_row, a.in_dtype, k) : 0.0f;
+                smem[t * MOE_GPU_STAGE_FLOATS + (kk / SY_MXFP4_BLOCK) * MOE_GPU_STAGE_STRIDE + kk % SY_MXFP4_BLOCK] =
+                    v * 0x1p64f;
+            }
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int step = 0; step < MOE_GPU_STAGE_BLOCKS / MOE_GPU_COLUMNS; step++) {
+            const int staged = step * MOE_GPU_COLUMNS + column;
+            const uint32_t j = j0 + (uint32_t)staged;
+            if (j >= kb)
+                break;
+            uint4 raw[MOE_GPU_TILES];
+            float scale[MOE_GPU_TILES];
+            const uint32_t block_step = j * MOE_GPU_TILE_ROWS * SY_MXFP4_BLOCK_BYTES;
+            const uint32_t scale_step = (uint32_t)sy_moe_scale_offset(0, j, m.kblocks);
+#pragma unroll
+            for (int r = 0; r < MOE_GPU_TILES; r++) {
+                if (live[r]) {
+                    raw[r] = *(const uint4 *)(blocks + block_base[r] + block_step);
+                    scale[r] = sy_e8m0_to_f32(scales[scale_base[r] + scale_step]);
+                } else {
+                    raw[r] = make_uint4(0u, 0u, 0u, 0u);
+                    scale[r] = 0.0f;
+                }
+            }
+            float block_sum[MOE_GPU_TILES][MT];
+#pragma unroll
+            for (int r = 0; r < MOE_GPU_TILES; r++)
+#pragma unroll
+                for (int t = 0; t < MT; t++)
+                    block_sum[r][t] = 0.0f;
+            const float *xs = smem + staged * MOE_GPU_STAGE_STRIDE;
+            /* Not unrolled: one word's inputs live at a time (unrolled, the compiler hoists all four). */
+#pragma unroll 1
+            for (int w = 0; w < 4; w++) {
+                float xv[MT][8];
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    const float4 lo = *(const float4 *)(xs + t * MOE_GPU_STAGE_FLOATS + 8 * w);
+                    const float4 hi = *(const float4 *)(xs + t * MOE_GPU_STAGE_FLOATS + 8 * w + 4);
+                    xv[t][0] = lo.x;
+                    xv[t][1] = lo.y;
+                    xv[t][2] = lo.z;
+                    xv[t][3] = lo.w;
+                    xv[t][4] = hi.x;
+                    xv[t][5] = hi.y;
+                    xv[t][6] = hi.z;
+                    xv[t][7] = hi.w;
+                }
+#pragma unroll
+                for (int r = 0; r < MOE_GPU_TILES; r++) {
+                    const uint32_t word = w == 0 ? raw[r].x : w == 1 ? raw[r].y : w == 2 ? raw[r].z : raw[r].w;
+#pragma unroll
+                    for (int q = 0; q < 8; q++) {
+                        const float wq = moe_gpu_e2m1_tiny(word, q);
+#pragma unroll
+                        for (int t = 0; t < MT; t++)
+                            block_sum[r][t] = fmaf(xv[t][q], wq, block_sum[r][t]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < MOE_GPU_TILES; r++)
+#pragma unroll
+                for (int t = 0; t < MT; t++)
+                    acc[r][t] = fmaf(block_sum[r][t] * 0x1p62f, scale[r], acc[r][t]);
+        }
+    }
+
+    /* Column partials to shared memory, then one thread per (tile, token, row) adds the 16 columns
+     * in order. */
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < MOE_GPU_TILES; r++)
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+            smem[((r * MT + t) * MOE_GPU_TILE_ROWS + row) * MOE_GPU_REDUCE_STRIDE + column] = acc[r][t];
+    __syncthreads();
+    const int tiles_out = W13 ? MOE_GPU_TILES / 2 : MOE_GPU_TILES;
+    if (tid >= tiles_out * MT * MOE_GPU_TILE_ROWS)
+        return;
+    const int r = tid / (MT * MOE_GPU_TILE_ROWS), t = (tid / MOE_GPU_TILE_ROWS) % MT, out_row = tid % MOE_GPU_TILE_ROWS;
+    const int32_t pair = a.grouped[ch.first + t];
+    float sum[2] = {0.0f, 0.0f};
+    for (int half = 0; half < (W13 ? 2 : 1); half++) {
+        const float *part =
+            smem + (((r + half * (MOE_GPU_TILES / 2)) * MT + t) * MOE_GPU_TILE_ROWS + out_row) * MOE_GPU_REDUCE_STRIDE;
+        for (int col = 0; col < MOE_GPU_COLUMNS; col++)
+            sum[half] += part[col];
+    }
+    const float *bias = m.bias + e * m.expert_bias;
+    if (W13) {
+        const uint32_t i = group * MOE_GPU_W13_INDICES + (uint32_t)r * MOE_GPU_TILE_ROWS + (uint32_t)out_row;
+        a.out[(int64_t)pair * a.out_rows + i] =
+            moe_gpu_swiglu(sum[0] + bias[i], sum[1] + bias[a.inter_padded + i], a.alpha, a.limit);
+    } else {
+        const uint32_t n = group * MOE_GPU_W2_ROWS + (uint32_t)r * MOE_GPU_TILE_ROWS + (uint32_t)out_row;
+        if (n < a.out_rows)
+            a.out[(int64_t)pair * a.out_rows + n] = sum[0] + bias[n];
+    }
+}
+
+template <bool W13>
+static __global__ void __launch_bounds__(MOE_GPU_THREADS, 2) moe_gpu_gemm_kernel(moe_gpu_gemm a)
+{
+    alignas(16) __shared__ float smem[MOE_GPU_SMEM_FLOATS];
+    if ((int32_t)blockIdx.x >= *a.n_chunks)
+        return;
+    const moe_gpu_chunk ch = a.chunks[blockIdx.x];
+    /* The chunk's token count is uniform over the CTA: each count gets its own unrolled body. */
+    switch (ch.count) {
+    case 1: moe_gpu_gemm_chunk<W13, 1>(a, ch, smem); break;
+    case 2: moe_gpu_gemm_chunk<W13, 2>(a, ch, smem); break;
+    case 3: moe_gpu_gemm_chunk<W13, 3>(a, ch, smem); break;
+    default: moe_gpu_gemm_chunk<W13, MOE_GPU_TOKENS>(a, ch, smem); break;
+    }
+}
+
+/* out[t][n] = sum over j < k of weights[t][j] * y[t*k + j][n], in j order, rounded once. A prepared
+ * buffer that failed the plan's header check, or an expert id out of range, gives NaN. */
+static __global__ void moe_gpu_combine_kernel(const float *y, uint32_t hidden, const int32_t *ids,
+                                              const float *weights, uint32_t k, uint32_t experts,
+                                              const int32_t *valid, void *out, int32_t out_dtype, int64_t out_stride)
+{
+    const int64_t t = blockIdx.x;
+    bool ok = *valid != 0;
+    for (uint32_t j = 0; j < k; j++)
+        ok = ok && ids[t * k + j] >= 0 && (uint32_t)ids[t * k + j] < experts;
+    for (uint32_t n = threadIdx.x; n < hidden; n += blockDim.x) {
+        float acc = 0.0f;
+        for (uint32_t j = 0; j < k; j++)
+            acc += weights[t * k + j] * y[(t * k + j) * hidden + n];
+        if (!ok)
+            acc = sy_f32_from_bits(0x7FC00000u);
+        if (out_dtype == SY_DTYPE_BF16)
+            ((uint16_t *)out)[t * out_stride + n] = sy_f32_to_bf16(acc);
+        else
+            ((float *)out)[t * out_stride + n] = acc;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* forward: host side                                                                          */
+
+/* Device scratch of one pass over at most `pairs` routed pairs. */
+typedef struct moe_gpu_scratch {
+    int32_t *counts, *fill, *offsets, *n_chunks, *valid, *grouped;
+    moe_gpu_chunk *chunks;
+    float *act, *y;
+    size_t count_bytes; /* counts and fill, cleared before each pass */
+} moe_gpu_scratch;
+
+static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts)
+{
+    return (pairs + MOE_GPU_TOKENS - 1) / MOE_GPU_TOKENS + experts;
+}
+
+static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, moe_gpu_scratch *s,
+                                 sy_error *err)
+{
+    const size_t E = d->experts;
+    const size_t sizes[7] = {sizeof(int32_t) * 2 * E,
+                             sizeof(int32_t) * (E + 1),
+                             sizeof(int32_t) * 2,
+                             sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts),
+                             sizeof(int32_t) * pairs,
+                             sizeof(float) * pairs * d->intermediate,
+                             sizeof(float) * pairs * d->hidden};
+    size_t off[7], total = 0;
+    for (int i = 0; i < 7; i++) {
+        off[i] = total;
+        total += sy_gpu_workspace_align(sizes[i]);
+    }
+    void *base = NULL;
+    sy_status st = sy_gpu_workspace_reserve(&c->ws, "moe forward", total, &base, err);
+    if (st != SY_OK)
+        return st;
+    char *b = (char *)base;
+    s->counts = (int32_t *)(b + off[0]);
+    s->fill = s->counts + E;
+    s->count_bytes = sizes[0];
+    s->offsets = (int32_t *)(b + off[1]);
+    s->n_chunks = (int32_t *)(b + off[2]);
+    s->valid = s->n_chunks + 1;
+    s->chunks = (moe_gpu_chunk *)(b + off[3]);
+    s->grouped = (int32_t *)(b + off[4]);
+    s->act = (float *)(b + off[5]);
+    s->y = (float *)(b + off[6]);
+    return SY_OK;
+}
+
+static sy_status moe_gpu_check_forward(const moe_gpu_ctx *c, const sy_moe_forward_args *a, sy_moe_dims *d,
+                                       sy_error *err)
+{
+    static const char op[] = "moe forward";
+    sy_status st = moe_gpu_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_forward_args",
+                                      a ? &a->shape : NULL, err);
+    if (st == SY_OK)
+        st = moe_gpu_check_prepared(op, a->prepared, err);
+    if (st != SY_OK)
+        return st;
+    const sy_moe_shape *s = &a->shape;
+    *d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
+    const uint32_t acts = SY_MOE_MXFP4_GPU_ACT_DTYPES;
+    const int64_t T = a->x.ndim == 2 ? a->x.shape[0] : SY_ANY_DIM;
+    const int64_t want_x[2] = {T, SY_ANY_DIM}, want_out[2] = {T, s->hidden};
+    st = sy_op_check_tensor(op, "x", &a->x, acts, 2, want_x, err);
+    if (st == SY_OK && a->x.shape[1] != d->hidden && a->x.shape[1] != d->hidden_padded)
+        return sy_op_fail(err, SY_E_INVALID, "%s: x has %lld columns, expected hidden %u or padded hidden %u", op,
+                          (long long)a->x.shape[1], d->hidden, d->hidden_padded);
+    if (st == SY_OK)
+        st = sy_op_check_dense(op, "x", &a->x, 1, err);
+    if (st == SY_OK)
+        st = sy_op_check_dense_tensor(op, "out", &a->out, acts, 2, want_out, 1, err);
+    if (st == SY_OK)
+        st = moe_gpu_check_topk(op, &a->topk_ids, &a->topk_weights, T, s->top_k, err);
+    return st;
+}
+
+static moe_gpu_matrix moe_gpu_matrix_of(const uint8_t *base, const sy_moe_dims *d, const sy_moe_sections *sec,
+                                        int w13)
+{
+    moe_gpu_matrix m;
+    m.blocks = base + (w13 ? sec->w13_blocks : sec->w2_blocks);
+    m.scales = base + (w13 ? sec->w13_scales : sec->w2_scales);
+    m.bias = (const float *)(base + (w13 ? sec->w13_bias : sec->w2_bias));
+    m.expert_bytes = w13 ? sec->w13_expert_bytes : sec->w2_expert_bytes;
+    m.expert_scales = w13 ? sec->w13_expert_scales : sec->w2_expert_scales;
+    m.expert_bias = w13 ? 2u * (uint64_t)d->intermediate_padded : d->hidden_padded;
+    m.kblocks = (w13 ? d->hidden_padded : d->intermediate_padded) / SY_MXFP4_BLOCK;
+    m.kblocks_used = (w13 ? d->hidden : d->intermediate) / SY_MXFP4_BLOCK;
+    return m;
+}
+
+extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const sy_moe_forward_args *a, sy_error *err)
+{
+    moe_gpu_ctx *c = (moe_gpu_ctx *)ctx;
+    sy_moe_dims d = sy_moe_dims_of(0, 0, 0);
+    sy_status st = moe_gpu_check_forward(c, a, &d, err);
+    if (st != SY_OK)
+        return st;
+    const int64_t T = a->x.shape[0];
+    if (T == 0)
+        return SY_OK;
+    const uint32_t k = a->shape.top_k, E = d.experts;
+    const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
+    const uint32_t max_pairs = (uint32_t)((T < slice_tokens ? T : slice_tokens) * k);
+    moe_gpu_scratch s;
+    st = moe_gpu_reserve(c, &d, max_pairs, &s, err);
+    if (st != SY_OK)
+        return st;
+
+    const gpuStream_t gs = sy_gpu_stream(stream);
+    const uint8_t *base = (const uint8_t *)a->prepared;
+    const sy_moe_sections sec = sy_moe_sections_of(&d);
+    const size_t x_elem = sy_dtype_size(a->x.dtype), out_elem = sy_dtype_size(a->out.dtype);
+    /* A single row's stride is free in the tensor view. */
+    const int64_t x_stride = T == 1 ? a->x.shape[1] : a->x.stride[0];
+    const int64_t out_stride = T == 1 ? (int64_t)d.hidden : a->out.stride[0];
+
+    moe_gpu_plan plan;
+    plan.header = (const sy_moe_prepared_header *)(base + sec.header);
+    plan.expected = moe_gpu_header_of(&d, c->gate_up_layout);
+    plan.counts = s.counts;
+    plan.offsets = s.offsets;
+    plan.chunks = s.chunks;
+    plan.n_chunks = s.n_chunks;
+    plan.valid = s.valid;
+    plan.experts = E;
+
+    moe_gpu_gemm g;
+    memset(&g, 0, sizeof g);
+    g.grouped = s.grouped;
+    g.chunks = s.chunks;
+    g.n_chunks = s.n_chunks;
+    g.gate_up_layout = c->gate_up_layout;
+    g.inter_padded = d.intermediate_padded;
+    g.alpha = a->shape.swiglu_alpha;
+    g.limit = a->shape.swiglu_limit;
+
+    for (int64_t t0 = 0; t0 < T; t0 += slice_tokens) {
+        const int64_t tokens = T - t0 < slice_tokens ? T - t0 : slice_tokens;
+        const int32_t pairs = (int32_t)(tokens * k);
+        const int32_t *ids = (const int32_t *)a->topk_ids.data + t0 * k;
+        const float *weights = (const float *)a->topk_weights.data + t0 * k;
+        const unsigned pair_blocks = (unsigned)((pairs + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS);
+        const unsigned max_chunks = (unsigned)moe_gpu_max_chunks((uint32_t)pairs, E);
+
+        SY_GPU_CHECKF(err, gpuMemsetAsync(s.counts, 0, s.count_bytes, gs), "for the expert counts");
+        moe_gpu_count_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.counts);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_count_kernel");
+        moe_gpu_plan_kernel<<<1, MOE_GPU_PLAN_THREADS, 0, gs>>>(plan);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_plan_kernel");
+        moe_gpu_scatter_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.offsets, s.fill,
+                                                                              s.grouped);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_scatter_kernel");
+
+        g.m = moe_gpu_matrix_of(base, &d, &sec, 1);
+        g.in = (const char *)a->x.data + t0 * x_stride * (int64_t)x_elem;
+        g.in_dtype = a->x.dtype;
+        g.in_pair_divisor = k;
+        g.in_stride = x_stride;
+        g.out = s.act;
+        g.out_rows = d.intermediate;
+        moe_gpu_gemm_kernel<true><<<dim3(max_chunks, d.intermediate / MOE_GPU_W13_INDICES), MOE_GPU_THREADS, 0, gs>>>(g);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_gemm_kernel (w13)");
+
+        g.m = moe_gpu_matrix_of(base, &d, &sec, 0);
+        g.in = s.act;
+        g.in_dtype = SY_DTYPE_F32;
+        g.in_pair_divisor = 1;
+        g.in_stride = d.intermediate;
+        g.out = s.y;
+        g.out_rows = d.hidden;
+        moe_gpu_gemm_kernel<false>
+            <<<dim3(max_chunks, (d.hidden + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS), MOE_GPU_THREADS, 0, gs>>>(g);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_gemm_kernel (w2)");
+
+        moe_gpu_combine_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+            s.y, d.hidden, ids, weights, k, E, s.valid, (char *)a->out.data + t0 * out_stride * (int64_t)out_elem,
+            a->out.dtype, out_stride);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_combine_kernel");
+    }
+    return SY_OK;
+}
+
+/* Host pass only: hipcc would otherwise emit this external const table, with its host function
+ * pointers, into the device code too. */
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+extern "C" const sy_moe_ops sy_moe_mxfp4_gpu_ops = {
+    sizeof(sy_moe_ops),         0, sy_moe_mxfp4_gpu_prepared_bytes, sy_moe_mxfp4_gpu_prepare, sy_moe_mxfp4_gpu_route,
+    sy_moe_mxfp4_gpu_forward,
+};
+#endif
+
+#endif

@@ -1,0 +1,76 @@
+/* The GPU MXFP4 MoE shared by moe_mxfp4_interleave and moe_mxfp4_separated: what their plugin.c
+ * needs (caps, descriptor, ops). The ops are in moe_mxfp4_gpu.cuh, built into each plugin's GPU
+ * libraries by its one-line gpu.cu; the tile layout is bound at init, nothing else differs.
+ *
+ * Same contract as the host version (moe_mxfp4_cpu.h): prepare writes the same bytes, route picks
+ * the same ids, forward computes the same sums in f32 (in another order). What only the host
+ * version can do: read the prepared buffer's header, the routing ids and the device's verdicts
+ * before returning. Here those checks run on the device and a failed one turns the outputs they
+ * govern into NaN instead of an error code (a wrong buffer or an expert id out of range never
+ * gives plausible numbers); the engine checks index ranges at the call boundary as plugin.h says. */
+#ifndef SY_MOE_MXFP4_GPU_H
+#define SY_MOE_MXFP4_GPU_H
+
+#include "moe_layout.h"
+#include "moe_route.h"
+#include "switchyard/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Experts: the routing plan is one block of this many threads, one expert each. */
+enum { SY_MOE_MXFP4_GPU_MAX_EXPERTS = 1024, SY_MOE_MXFP4_GPU_MAX_DIM = 65536 };
+/* Correct at any tp on the same terms as the host version (moe_mxfp4_cpu.h): no step depends on
+ * the slice of the intermediate dimension a rank holds. */
+#define SY_MOE_MXFP4_GPU_MAX_TP 8u
+#define SY_MOE_MXFP4_GPU_ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
+
+extern const sy_moe_ops sy_moe_mxfp4_gpu_ops;
+
+/* ctx of one plugin instance; `gate_up_layout` is SY_MOE_GATE_UP_INTERLEAVE or _SEPARATED. */
+sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
+void sy_moe_mxfp4_gpu_fini(void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Defines the caps, the descriptor and sy_plugin_entry of one GPU MXFP4 plugin (backend from the
+ * build: SY_PLUGIN_BACKEND_NAME), with an init that binds `layout`. */
+#define SY_MOE_MXFP4_GPU_PLUGIN(plugin_name, layout, summary, plugin_rank)                                             \
+    static sy_status moe_gpu_init(const sy_host_api *host, void **ctx, sy_error *err)                                  \
+    {                                                                                                                  \
+        return sy_moe_mxfp4_gpu_init(host, (layout), ctx, err);                                                        \
+    }                                                                                                                  \
+    static const sy_moe_caps caps = {.struct_size = sizeof(sy_moe_caps),                                               \
+                                     .weight_format = SY_MOE_WEIGHTS_MXFP4,                                            \
+                                     .gate_up_layout = (layout),                                                       \
+                                     .input_alignment = SY_MOE_PAD_MULTIPLE,                                           \
+                                     .accepts_padded_input = 1,                                                        \
+                                     .max_tp = SY_MOE_MXFP4_GPU_MAX_TP,                                                \
+                                     .max_experts = SY_MOE_MXFP4_GPU_MAX_EXPERTS,                                      \
+                                     .max_top_k = SY_MOE_MAX_TOP_K,                                                    \
+                                     .act_dtypes = SY_MOE_MXFP4_GPU_ACT_DTYPES};                                       \
+    static const sy_plugin_desc desc = {.abi_major = SY_ABI_MAJOR,                                                     \
+                                        .abi_minor = SY_ABI_MINOR,                                                     \
+                                        .struct_size = sizeof(sy_plugin_desc),                                         \
+                                        .kind = SY_KIND_MOE,                                                           \
+                                        .name = plugin_name,                                                           \
+                                        .backend = SY_PLUGIN_BACKEND_NAME,                                             \
+                                        .version = "1.0.0",                                                            \
+                                        .description = summary,                                                        \
+                                        .rank = plugin_rank,                                                           \
+                                        .caps = &caps,                                                                 \
+                                        .ops = &sy_moe_mxfp4_gpu_ops,                                                  \
+                                        .init = moe_gpu_init,                                                          \
+                                        .fini = sy_moe_mxfp4_gpu_fini};                                                \
+    static const sy_plugin_desc *const descriptors[] = {&desc, NULL};                                                  \
+    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);          \
+    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)           \
+    {                                                                                                                  \
+        (void)host_abi_minor;                                                                                          \
+        return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;                                                    \
+    }
+
+#endif
