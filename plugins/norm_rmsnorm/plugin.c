@@ -2,11 +2,23 @@
  * that feeds a padded MXFP4 MoE). */
 #include "cpu.h"
 
+#if defined(SY_PLUGIN_BACKEND_GPU)
+/* The cuda and hip libraries: the same op and caps, run by gpu.cu. */
+#include "gpu.h"
+#define NORM_OPS sy_norm_rmsnorm_gpu_ops
+#define NORM_MAX_PAD SY_NORM_RMSNORM_GPU_MAX_PAD
+#define NORM_WHERE "on the GPU"
+#else
+#define NORM_OPS sy_norm_rmsnorm_cpu_ops
+#define NORM_MAX_PAD SY_NORM_RMSNORM_CPU_MAX_PAD
+#define NORM_WHERE "host reference"
+#endif
+
 static const sy_norm_caps caps = {
     .struct_size = sizeof(sy_norm_caps),
     .features = SY_NORM_RMSNORM | SY_NORM_FUSED_ADD | SY_NORM_PAD_TO_MULTIPLE,
     .dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
-    .max_pad_multiple = SY_NORM_RMSNORM_CPU_MAX_PAD,
+    .max_pad_multiple = NORM_MAX_PAD,
 };
 
 static const sy_plugin_desc desc = {
@@ -15,12 +27,12 @@ static const sy_plugin_desc desc = {
     .struct_size = sizeof(sy_plugin_desc),
     .kind = SY_KIND_NORM,
     .name = "norm_rmsnorm",
-    .backend = "cpu",
+    .backend = SY_PLUGIN_BACKEND_NAME,
     .version = "1.0.0",
-    .description = "RMSNorm with fused residual add and zero padding, fp32 sums, host reference",
+    .description = "RMSNorm with fused residual add and zero padding, fp32 sums, " NORM_WHERE,
     .rank = 0,
     .caps = &caps,
-    .ops = &sy_norm_rmsnorm_cpu_ops,
+    .ops = &NORM_OPS,
 };
 
 static const sy_plugin_desc *const descriptors[] = {&desc, NULL};
