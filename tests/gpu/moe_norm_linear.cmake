@@ -1,0 +1,16 @@
+# The GPU variants of the MoE, norm and linear plugins against their cpu twins
+# (check_moe_norm_linear.c): one suite per enabled toolkit, skipping its device cases without a GPU.
+foreach(vendor cuda hip)
+  string(TOUPPER ${vendor} VENDOR)
+  if(NOT SY_WITH_${VENDOR})
+    continue()
+  endif()
+  set(suite check_moe_norm_linear_${vendor})
+  sy_add_test(${suite} check_moe_norm_linear.c ${CMAKE_SOURCE_DIR}/tests/moe/moe_checkpoint.c LIBS switchyard)
+  target_include_directories(${suite} PRIVATE ${CMAKE_SOURCE_DIR}/tests/moe)
+  target_compile_definitions(${suite} PRIVATE SY_TEST_GPU_BACKEND="${vendor}")
+  add_dependencies(${suite} sy_backend_${vendor})
+  foreach(name moe_mxfp4_interleave moe_mxfp4_separated norm_rmsnorm linear)
+    add_dependencies(${suite} sy_${name} sy_${name}_${vendor})
+  endforeach()
+endforeach()
