@@ -1,8 +1,176 @@
+/* switchyard checkpoint: write the synthetic weights of a model as an HF gpt-oss checkpoint
+ * (synth), or check that a checkpoint folder holds a complete, well-formed gpt-oss (check). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/gpt_oss.h"
+#include "checkpoint/hf_config.h"
+#include "checkpoint/synth_write.h"
 #include "cli.h"
+#include "config/config.h"
+#include "model/presets.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: switchyard checkpoint synth [--preset NAME] [--seed S] [--set key=value]... [--shards N] OUT_DIR\n"
+            "       switchyard checkpoint check DIR\n"
+            "synth writes the synthetic weights of a model (model.preset, default tiny; any model.* key by --set)\n"
+            "as a Hugging Face gpt-oss checkpoint: config.json and model.safetensors, or N shards with\n"
+            "model.safetensors.index.json. `switchyard run` with model.weights: OUT_DIR then computes exactly what\n"
+            "the synthetic run with model.seed S computes.\n"
+            "check reads DIR's config.json and every safetensors header, and verifies each gpt-oss tensor's\n"
+            "name, dtype and shape.\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmd_synth(int argc, char **argv)
+{
+    const char **sets = calloc((size_t)argc + 2, sizeof *sets);
+    size_t n_sets = 0;
+    const char *preset = "tiny", *out = NULL;
+    char *preset_set = NULL, *seed_set = NULL;
+    long shards = 1;
+    int rc = SY_EXIT_USAGE;
+    sets[n_sets++] = NULL; /* model.preset, filled below */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            rc = SY_EXIT_OK;
+            goto done;
+        } else if (strcmp(a, "--preset") == 0 && i + 1 < argc) {
+            preset = argv[++i];
+        } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+            free(seed_set);
+            seed_set = malloc(strlen(argv[i + 1]) + 16);
+            sprintf(seed_set, "model.seed=%s", argv[++i]);
+            sets[n_sets++] = seed_set;
+        } else if (strcmp(a, "--set") == 0 && i + 1 < argc) {
+            sets[n_sets++] = argv[++i];
+        } else if (strncmp(a, "--set=", 6) == 0) {
+            sets[n_sets++] = a + 6;
+        } else if (strcmp(a, "--shards") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            shards = strtol(argv[++i], &end, 10);
+            if (!end || *end || shards < 1 || shards > 99999) {
+                fprintf(stderr, "switchyard checkpoint synth: --shards %s: expected a count from 1 to 99999\n",
+                        argv[i]);
+                goto done;
+            }
+        } else if (a[0] == '-' || out) {
+            fprintf(stderr, "switchyard checkpoint synth: unexpected argument '%s'\n", a);
+            usage(stderr);
+            goto done;
+        } else {
+            out = a;
+        }
+    }
+    if (!out) {
+        usage(stderr);
+        goto done;
+    }
+    preset_set = malloc(strlen(preset) + 16);
+    sprintf(preset_set, "model.preset=%s", preset);
+    sets[0] = preset_set;
+    sy_diags diags = {0};
+    sy_config_options copts = {.sets = sets, .n_sets = n_sets};
+    sy_config *cfg = sy_config_load_defaults(&copts, &diags);
+    if (!cfg || sy_diags_count(&diags, SY_SEV_ERROR)) {
+        sy_diags_sort(&diags);
+        sy_diags_print(&diags, stderr);
+        sy_diags_free(&diags);
+        sy_config_free(cfg);
+        goto done;
+    }
+    sy_diags_free(&diags);
+    sy_model_dims d;
+    sy_model_dims_from_config(cfg, &d);
+    uint64_t seed = (uint64_t)sy_config_int(cfg, "model.seed");
+    sy_config_free(cfg);
+    double t0 = now_s();
+    sy_error err = {{0}};
+    sy_synth_write_result r;
+    if (sy_checkpoint_write_synth(&d, seed, (uint32_t)shards, out, preset, &r, &err) != SY_OK) {
+        fprintf(stderr, "switchyard checkpoint synth: %s\n", err.msg);
+        rc = err.msg[0] && strstr(err.msg, "--shards") ? SY_EXIT_USAGE : SY_EXIT_RUNTIME;
+        goto done;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("wrote %s: %zu tensors, %.1f MiB in %u safetensors file%s%s + config.json (seed %llu) in %.2f s, peak "
+           "resident memory %.1f MiB\n",
+           out, r.tensors, (double)r.bytes / 1048576.0, r.files, r.files == 1 ? "" : "s",
+           r.files > 1 ? " + " SY_CKPT_INDEX_FILE : "", (unsigned long long)seed, now_s() - t0,
+           ru.ru_maxrss / 1024.0);
+    rc = SY_EXIT_OK;
+done:
+    free(preset_set);
+    free(seed_set);
+    free(sets);
+    return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return SY_EXIT_OK;
+    }
+    if (argc != 2 || argv[1][0] == '-') {
+        usage(stderr);
+        return SY_EXIT_USAGE;
+    }
+    const char *dir = argv[1];
+    char *config = malloc(strlen(dir) + sizeof SY_CKPT_CONFIG_FILE + 2);
+    sprintf(config, "%s/%s", dir, SY_CKPT_CONFIG_FILE);
+    sy_error err = {{0}};
+    sy_hf_config hf;
+    sy_checkpoint *c = NULL;
+    sy_status st = sy_hf_config_read(config, &hf, &err);
+    if (st == SY_OK)
+        st = sy_checkpoint_open(dir, &c, &err);
+    if (st == SY_OK)
+        st = sy_gpt_oss_check(c, &hf.dims, &err);
+    free(config);
+    if (st != SY_OK) {
+        fprintf(stderr, "switchyard checkpoint check: %s\n", err.msg);
+        sy_checkpoint_close(c);
+        return st == SY_E_IO ? SY_EXIT_RUNTIME : SY_EXIT_FAILED;
+    }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < c->n_refs; i++)
+        bytes += c->refs[i].tensor->bytes;
+    printf("%s: gpt-oss, %u layers, hidden %u, %u experts top-%u, vocab %u: %zu tensors, %.1f MiB in %zu file%s, all "
+           "present with the expected dtype and shape\n",
+           dir, hf.dims.layers, hf.dims.hidden, hf.dims.experts, hf.dims.top_k, hf.dims.vocab, c->n_refs,
+           (double)bytes / 1048576.0, c->n_shards, c->n_shards == 1 ? "" : "s");
+    sy_checkpoint_close(c);
+    return SY_EXIT_OK;
+}
 
 int sy_cmd_checkpoint(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return sy_cli_not_built("checkpoint");
+    if (argc >= 2 && strcmp(argv[1], "synth") == 0)
+        return cmd_synth(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "check") == 0)
+        return cmd_check(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return SY_EXIT_OK;
+    }
+    if (argc >= 2)
+        fprintf(stderr, "switchyard checkpoint: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return SY_EXIT_USAGE;
 }

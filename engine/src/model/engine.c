@@ -2,6 +2,7 @@
  * (chunked prefill, then greedy decode). All device work goes through the backend and the plugins;
  * the engine itself only moves index arrays and a few rows between host and device. */
 #include "model/engine_impl.h"
+#include "model/weights.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -237,17 +238,33 @@ static sy_status geometry(sy_engine *e, uint32_t pages, sy_kv_geometry *g, sy_er
     return SY_OK;
 }
 
-/* A bf16 or byte checkpoint tensor on the device: generated there when the backend can (a large
- * model then never passes through host memory), else generated on the host and copied. */
-static sy_status gen_device(sy_engine *e, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
+/* A piece of a checkpoint tensor to its place on the device; synchronous, so that the piece's host
+ * memory can be released as soon as this returns. */
+typedef struct device_sink {
+    sy_engine *e;
+    uint8_t *dst;
+} device_sink;
+
+static sy_status to_device(void *user, uint64_t offset, const void *data, size_t bytes, sy_error *err)
 {
-    sy_synth_spec spec = sy_synth_spec_for(&e->d, e->plan.weight_seed, layer, kind);
+    device_sink *d = user;
+    sy_status st = sy_eng_copy(d->e, d->dst + offset, data, bytes, SY_MEMCPY_H2D, err);
+    return st == SY_OK ? sy_eng_sync(d->e, err) : st;
+}
+
+/* A bf16 or byte checkpoint tensor on the device: synthetic weights are generated there when the
+ * backend can (a large model then never passes through host memory); otherwise the tensor comes
+ * from the weight source piece by piece. */
+static sy_status gen_device(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
+{
     uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
-    size_t bytes = n * (spec.kind == SY_SYNTH_BF16_UNIFORM ? 2u : 1u);
+    size_t bytes = sy_weights_bytes(&e->d, layer, kind);
     sy_status st = dalloc(e, bytes, dst, err);
     if (st != SY_OK)
         return st;
-    if (SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, synth_fill) && e->be->synth_fill) {
+    sy_synth_spec spec;
+    if (sy_weights_synth_spec(w, layer, kind, &spec) && SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, synth_fill) &&
+        e->be->synth_fill) {
         sy_error inner = {{0}};
         if (e->be->synth_fill(e->bctx, e->stream, *dst, n, &spec, &inner) != SY_OK) {
             char name[128];
@@ -256,27 +273,22 @@ static sy_status gen_device(sy_engine *e, uint32_t layer, uint32_t kind, void **
         }
         return SY_OK;
     }
-    void *host = sy_xcalloc(bytes, 1);
-    sy_synth_fill_host(&spec, host, n);
-    st = sy_eng_copy(e, *dst, host, bytes, SY_MEMCPY_H2D, err);
-    if (st == SY_OK)
-        st = sy_eng_sync(e, err);
-    free(host);
-    return st;
+    device_sink sink = {e, *dst};
+    return sy_weights_stream(w, layer, kind, to_device, &sink, err);
 }
 
 /* Small tensors the plugins take in f32 (biases, norm weights, sinks): checkpoint bf16 values,
  * widened on the host. */
-static sy_status gen_f32(sy_engine *e, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
+static sy_status gen_f32(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
 {
-    sy_synth_spec spec = sy_synth_spec_for(&e->d, e->plan.weight_seed, layer, kind);
     uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
     uint16_t *bf = sy_xcalloc(n, sizeof *bf);
     float *f = sy_xcalloc(n, sizeof *f);
-    sy_synth_fill_host(&spec, bf, n);
+    sy_status st = sy_weights_read_host(w, layer, kind, bf, err);
     for (uint64_t i = 0; i < n; i++)
         f[i] = sy_bf16_to_f32(bf[i]);
-    sy_status st = upload(e, dst, f, n * sizeof(float), err);
+    if (st == SY_OK)
+        st = upload(e, dst, f, n * sizeof(float), err);
     if (st == SY_OK)
         st = sy_eng_sync(e, err);
     free(bf);
@@ -284,7 +296,7 @@ static sy_status gen_f32(sy_engine *e, uint32_t layer, uint32_t kind, void **dst
     return st;
 }
 
-static sy_status load_layer(sy_engine *e, uint32_t l, sy_error *err)
+static sy_status load_layer(sy_engine *e, sy_weights *wsrc, uint32_t l, sy_error *err)
 {
     const sy_model_dims *d = &e->d;
     layer_weights *w = &e->layer[l];
@@ -301,22 +313,22 @@ static sy_status load_layer(sy_engine *e, uint32_t l, sy_error *err)
         {&w->mlp_norm, SY_T_MLP_NORM, 1},
     };
     for (size_t i = 0; st == SY_OK && i < sizeof dense / sizeof dense[0]; i++)
-        st = dense[i].f32 ? gen_f32(e, l, dense[i].kind, dense[i].dst, err)
-                          : gen_device(e, l, dense[i].kind, dense[i].dst, err);
+        st = dense[i].f32 ? gen_f32(e, wsrc, l, dense[i].kind, dense[i].dst, err)
+                          : gen_device(e, wsrc, l, dense[i].kind, dense[i].dst, err);
     /* Experts go through the MoE plugin's prepare, exactly like a loaded checkpoint. */
     void *w13b = NULL, *w13s = NULL, *w13bias = NULL, *w2b = NULL, *w2s = NULL, *w2bias = NULL;
     if (st == SY_OK)
-        st = gen_device(e, l, SY_T_W13_BLOCKS, &w13b, err);
+        st = gen_device(e, wsrc, l, SY_T_W13_BLOCKS, &w13b, err);
     if (st == SY_OK)
-        st = gen_device(e, l, SY_T_W13_SCALES, &w13s, err);
+        st = gen_device(e, wsrc, l, SY_T_W13_SCALES, &w13s, err);
     if (st == SY_OK)
-        st = gen_f32(e, l, SY_T_W13_BIAS, &w13bias, err);
+        st = gen_f32(e, wsrc, l, SY_T_W13_BIAS, &w13bias, err);
     if (st == SY_OK)
-        st = gen_device(e, l, SY_T_W2_BLOCKS, &w2b, err);
+        st = gen_device(e, wsrc, l, SY_T_W2_BLOCKS, &w2b, err);
     if (st == SY_OK)
-        st = gen_device(e, l, SY_T_W2_SCALES, &w2s, err);
+        st = gen_device(e, wsrc, l, SY_T_W2_SCALES, &w2s, err);
     if (st == SY_OK)
-        st = gen_f32(e, l, SY_T_W2_BIAS, &w2bias, err);
+        st = gen_f32(e, wsrc, l, SY_T_W2_BIAS, &w2bias, err);
     uint64_t prepared = 0;
     if (st == SY_OK && (st = e->moe->prepared_bytes(&e->moe_shape, &prepared, err)) != SY_OK)
         st = sy_op_failed(e, SY_KIND_MOE, "prepared_bytes", st, err);
@@ -442,12 +454,9 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     return SY_OK;
 }
 
-sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err)
+static sy_status create(const sy_plan *plan, sy_weights *wsrc, sy_engine **out, sy_error *err)
 {
-    *out = NULL;
-    sy_status st = sy_model_dims_check(&plan->dims, err);
-    if (st != SY_OK)
-        return st;
+    sy_status st;
     if (!plan->backend || !plan->backend->backend)
         return sy_fail(err, SY_E_INVALID, "no backend was selected");
     if (plan->batch == 0 || plan->input_len == 0)
@@ -485,17 +494,30 @@ sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err)
     if ((st = alloc_pools(e, err)) != SY_OK || (st = alloc_activations(e, err)) != SY_OK)
         return st;
     for (uint32_t l = 0; l < e->d.layers; l++)
-        if ((st = load_layer(e, l, err)) != SY_OK)
+        if ((st = load_layer(e, wsrc, l, err)) != SY_OK)
             return st;
-    if ((st = gen_f32(e, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, &e->final_norm, err)) != SY_OK ||
-        (st = gen_device(e, SY_GLOBAL_LAYER, SY_T_LM_HEAD, &e->lm_head, err)) != SY_OK || (st = sy_eng_sync(e, err)))
+    if ((st = gen_f32(e, wsrc, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, &e->final_norm, err)) != SY_OK ||
+        (st = gen_device(e, wsrc, SY_GLOBAL_LAYER, SY_T_LM_HEAD, &e->lm_head, err)) != SY_OK ||
+        (st = sy_eng_sync(e, err)))
         return st;
     /* Embedding rows are looked up on the host and copied per step. */
-    sy_synth_spec embed = sy_synth_spec_for(&e->d, plan->weight_seed, SY_GLOBAL_LAYER, SY_T_EMBED);
     uint64_t n_embed = sy_ckpt_numel(&e->d, SY_GLOBAL_LAYER, SY_T_EMBED);
     e->embed_host = sy_xcalloc(n_embed, sizeof *e->embed_host);
-    sy_synth_fill_host(&embed, e->embed_host, n_embed);
-    return SY_OK;
+    return sy_weights_read_host(wsrc, SY_GLOBAL_LAYER, SY_T_EMBED, e->embed_host, err);
+}
+
+sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err)
+{
+    *out = NULL;
+    sy_weights *wsrc = NULL;
+    /* The checkpoint is checked whole before anything is allocated on the device. */
+    sy_status st = sy_model_dims_check(&plan->dims, err);
+    if (st == SY_OK)
+        st = sy_weights_open(&plan->dims, plan->weight_seed, plan->checkpoint, &wsrc, err);
+    if (st == SY_OK)
+        st = create(plan, wsrc, out, err);
+    sy_weights_close(wsrc);
+    return st;
 }
 
 void sy_engine_destroy(sy_engine *e)

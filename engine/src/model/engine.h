@@ -13,9 +13,12 @@
 enum { SY_OPSLOT_ENGINE = 0 }; /* index 0; kinds 1..SY_KIND_COUNT_-1 are the plugin slots */
 
 /* Everything the config and the composition decided: the engine takes no other input. */
+#define SY_PLAN_PATH_MAX 4096
+
 typedef struct sy_plan {
     sy_model_dims dims;
     uint64_t weight_seed;
+    char checkpoint[SY_PLAN_PATH_MAX]; /* model.weights folder; "" = synthetic weights of weight_seed */
     const sy_registry_entry *backend;
     int32_t device;
     const sy_registry_entry *slot[SY_KIND_COUNT_]; /* indexed by sy_kind */

@@ -1,7 +1,11 @@
 #include "model/plan.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/hf_config.h"
 #include "model/presets.h"
 #include "util/strbuf.h"
 
@@ -16,10 +20,6 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     if (!sy_composition_ok(comp))
         return sy_fail(err, SY_E_INVALID, "the configuration does not compose (see the diagnostics above)");
     const sy_compose_decisions *d = sy_composition_decisions(comp);
-    if (strcmp(sy_config_str(cfg, "model.weights"), "synthetic") != 0)
-        return sy_fail(err, SY_E_UNSUPPORTED,
-                       "model.weights: loading a checkpoint (%s) is not available in this version; use synthetic",
-                       sy_config_str(cfg, "model.weights"));
     if (d->act_dtype != SY_DTYPE_F32)
         return sy_fail(err, SY_E_UNSUPPORTED,
                        "model.dtype: the engine keeps activations in f32 between ops; %s activations are not "
@@ -31,6 +31,22 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
                        "`config check` against every plugin's max_tp but not run in this version",
                        (long long)sy_config_int(cfg, "parallel.tp"));
     sy_model_dims_from_config(cfg, &p->dims);
+    const char *weights = sy_config_str(cfg, "model.weights");
+    if (strcmp(weights, "synthetic") != 0) {
+        /* The checkpoint's config.json must describe the model the plugins were composed for. */
+        if (strlen(weights) >= sizeof p->checkpoint)
+            return sy_fail(err, SY_E_INVALID, "model.weights: a path of %zu bytes (at most %zu)", strlen(weights),
+                           sizeof p->checkpoint - 1);
+        char *config = sy_asprintf("%s/%s", weights, SY_CKPT_CONFIG_FILE);
+        sy_hf_config hf;
+        sy_status st = sy_hf_config_read(config, &hf, err);
+        if (st == SY_OK)
+            st = sy_hf_config_agree(&hf, config, &p->dims, cfg, err);
+        free(config);
+        if (st != SY_OK)
+            return st;
+        snprintf(p->checkpoint, sizeof p->checkpoint, "%s", weights);
+    }
     p->weight_seed = (uint64_t)sy_config_int(cfg, "model.seed");
     p->backend = sy_composition_backend(comp);
     p->device = (int32_t)sy_config_int(cfg, "device");

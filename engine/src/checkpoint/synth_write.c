@@ -1,0 +1,190 @@
+#include "checkpoint/synth_write.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/gpt_oss.h"
+#include "checkpoint/hf_config.h"
+#include "checkpoint/st_write.h"
+#include "model/weights.h"
+#include "util/strbuf.h"
+
+static sy_status append_sink(void *user, uint64_t offset, const void *data, size_t bytes, sy_error *err)
+{
+    (void)offset; /* pieces come in order */
+    return sy_st_writer_append(user, data, bytes, err);
+}
+
+static char *shard_name(uint32_t i, uint32_t n)
+{
+    return n == 1 ? sy_strdup(SY_CKPT_SINGLE_FILE) : sy_asprintf("model-%05u-of-%05u.safetensors", i + 1, n);
+}
+
+/* Shard boundaries by bytes: a shard ends once it holds its share, and every shard gets at least
+ * one tensor. first[s] is the first tensor of shard s; first[n] = count. */
+static void split(const sy_model_dims *d, size_t count, uint32_t n, size_t *first)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++)
+        total += sy_weights_bytes(d, sy_gpt_oss_tensor_at(d, i).layer, sy_gpt_oss_tensor_at(d, i).kind);
+    uint32_t s = 0;
+    uint64_t before = 0;
+    first[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        int nonempty = i > first[s];
+        int share_done = before * n >= (uint64_t)(s + 1) * total;
+        int must = count - i == n - 1 - s; /* as many tensors left as shards still empty */
+        if (s + 1 < n && nonempty && (share_done || must))
+            first[++s] = i;
+        sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, i);
+        before += sy_weights_bytes(d, t.layer, t.kind);
+    }
+    first[n] = count;
+}
+
+static sy_status write_shard(sy_weights *w, const sy_model_dims *d, const char *path, size_t from, size_t to,
+                             const char *const *meta, size_t n_meta, sy_error *err)
+{
+    size_t n = to - from;
+    sy_st_entry *entries = sy_xcalloc(n, sizeof *entries);
+    char (*names)[128] = sy_xcalloc(n, sizeof *names);
+    for (size_t i = 0; i < n; i++) {
+        sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, from + i);
+        entries[i].name = sy_ckpt_name(t.layer, t.kind, names[i], sizeof names[i]);
+        entries[i].dtype = t.dtype;
+        entries[i].rank = t.rank;
+        memcpy(entries[i].shape, t.shape, sizeof t.shape);
+    }
+    sy_st_writer sw;
+    sy_status st = sy_st_writer_begin(&sw, path, entries, n, meta, n_meta, err);
+    for (size_t i = 0; st == SY_OK && i < n; i++) {
+        sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, from + i);
+        st = sy_weights_stream(w, t.layer, t.kind, append_sink, &sw, err);
+    }
+    if (st == SY_OK)
+        st = sy_st_writer_commit(&sw, err);
+    else
+        sy_st_writer_abort(&sw);
+    free(entries);
+    free(names);
+    return st;
+}
+
+static int is_shard_name(const char *s)
+{
+    unsigned a, b;
+    char tail[16];
+    return sscanf(s, "model-%5u-of-%5u%15s", &a, &b, tail) == 3 && strcmp(tail, ".safetensors") == 0;
+}
+
+/* What an earlier write with another shard count left would make the folder ambiguous or hold
+ * stale files: the other form goes, and shards that are not this write's. */
+static sy_status remove_stale(const char *dir, uint32_t n, sy_error *err)
+{
+    char *other = sy_asprintf("%s/%s", dir, n == 1 ? SY_CKPT_INDEX_FILE : SY_CKPT_SINGLE_FILE);
+    sy_status st = SY_OK;
+    if (unlink(other) != 0 && errno != ENOENT)
+        st = sy_fail(err, SY_E_IO, "%s: cannot remove the stale file: %s", other, strerror(errno));
+    free(other);
+    DIR *dh = st == SY_OK ? opendir(dir) : NULL;
+    for (struct dirent *e; dh && st == SY_OK && (e = readdir(dh));) {
+        if (!is_shard_name(e->d_name))
+            continue;
+        int ours = 0;
+        for (uint32_t i = 0; n > 1 && i < n && !ours; i++) {
+            char *mine = shard_name(i, n);
+            ours = strcmp(mine, e->d_name) == 0;
+            free(mine);
+        }
+        char *path = sy_asprintf("%s/%s", dir, e->d_name);
+        if (!ours && unlink(path) != 0)
+            st = sy_fail(err, SY_E_IO, "%s: cannot remove the stale shard: %s", path, strerror(errno));
+        free(path);
+    }
+    if (dh)
+        closedir(dh);
+    return st;
+}
+
+static sy_status write_index(const sy_model_dims *d, const char *dir, uint32_t n, const size_t *first,
+                             uint64_t total, sy_error *err)
+{
+    sy_str s = {0};
+    sy_str_appendf(&s, "{\n  \"metadata\": {\"total_size\": %llu},\n  \"weight_map\": {", (unsigned long long)total);
+    for (uint32_t sh = 0; sh < n; sh++) {
+        char *file = shard_name(sh, n);
+        for (size_t i = first[sh]; i < first[sh + 1]; i++) {
+            char name[128];
+            sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, i);
+            sy_str_appendf(&s, "%s\n    \"%s\": \"%s\"", i ? "," : "", sy_ckpt_name(t.layer, t.kind, name, sizeof name),
+                           file);
+        }
+        free(file);
+    }
+    sy_str_appendf(&s, "\n  }\n}\n");
+    char *path = sy_asprintf("%s/%s", dir, SY_CKPT_INDEX_FILE);
+    sy_status st = sy_write_file_atomic(path, s.data, s.len, err);
+    free(path);
+    sy_str_free(&s);
+    return st;
+}
+
+sy_status sy_checkpoint_write_synth(const sy_model_dims *d, uint64_t seed, uint32_t shards, const char *dir,
+                                    const char *label, sy_synth_write_result *out, sy_error *err)
+{
+    memset(out, 0, sizeof *out);
+    sy_status st = sy_model_dims_check(d, err);
+    if (st != SY_OK)
+        return st;
+    size_t count = sy_gpt_oss_tensor_count(d);
+    if (shards == 0 || shards > count || shards > 99999)
+        return sy_fail(err, SY_E_INVALID, "--shards %u: between 1 and %zu (the model's tensor count)", shards,
+                       count < 99999 ? count : 99999);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return sy_fail(err, SY_E_IO, "%s: cannot create the folder: %s", dir, strerror(errno));
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return sy_fail(err, SY_E_IO, "%s: not a folder", dir);
+    sy_weights *w = NULL;
+    if ((st = sy_weights_open(d, seed, NULL, &w, err)) != SY_OK)
+        return st;
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+    const char *meta[] = {"format", "pt", "generator", "switchyard checkpoint synth", "seed", seed_text,
+                          "model", label ? label : "custom"};
+    size_t *first = sy_xcalloc(shards + 1, sizeof *first);
+    split(d, count, shards, first);
+    for (uint32_t s = 0; st == SY_OK && s < shards; s++) {
+        char *file = shard_name(s, shards);
+        char *path = sy_asprintf("%s/%s", dir, file);
+        st = write_shard(w, d, path, first[s], first[s + 1], meta, 4, err);
+        free(file);
+        free(path);
+        out->files += st == SY_OK;
+    }
+    for (size_t i = 0; i < count; i++) {
+        sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, i);
+        out->bytes += sy_weights_bytes(d, t.layer, t.kind);
+    }
+    out->tensors = count;
+    if (st == SY_OK)
+        st = remove_stale(dir, shards, err);
+    if (st == SY_OK && shards > 1)
+        st = write_index(d, dir, shards, first, out->bytes, err);
+    if (st == SY_OK) {
+        char *text = sy_hf_config_text(d);
+        char *path = sy_asprintf("%s/%s", dir, SY_CKPT_CONFIG_FILE);
+        st = sy_write_file_atomic(path, text, strlen(text), err);
+        free(path);
+        free(text);
+    }
+    free(first);
+    sy_weights_close(w);
+    return st;
+}
