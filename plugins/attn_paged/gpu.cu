@@ -211,7 +211,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     sy_attn_gpu_decode_launch(p, g->store_dtype, dim_bucket(D), dim3(splits, H * chunks, (unsigned)B), s);
     SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_kernel");
     if (splits > 1) {
-        sy_attn_gpu_combine_kernel<<<dim3((unsigned)a->q.shape[1], (unsigned)B), SY_ATTN_GPU_THREADS, 0, s>>>(p);
+        SY_GPU_LAUNCH(dim3((unsigned)a->q.shape[1], (unsigned)B), SY_ATTN_GPU_THREADS, 0, s, sy_attn_gpu_combine_kernel)(p);
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_combine_kernel");
     }
     return SY_OK;

@@ -391,9 +391,9 @@ template <int LAYOUT, int KV>
 static void sy_attn_gpu_decode_launch_kv(const sy_attn_gpu_decode &p, int dmax, dim3 grid, gpuStream_t stream)
 {
     if (dmax == 64)
-        sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64>)(p);
     else
-        sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128>)(p);
 }
 
 template <int LAYOUT>

@@ -312,9 +312,9 @@ template <int KV>
 static void sy_attn_gpu_prefill_launch_kv(const sy_attn_gpu_prefill &p, int dmax, dim3 grid, gpuStream_t stream)
 {
     if (dmax == 64)
-        sy_attn_gpu_prefill_kernel<KV, 64><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_prefill_kernel<KV, 64>)(p);
     else
-        sy_attn_gpu_prefill_kernel<KV, 128><<<grid, SY_ATTN_GPU_THREADS, 0, stream>>>(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_prefill_kernel<KV, 128>)(p);
 }
 
 static inline void sy_attn_gpu_prefill_launch(const sy_attn_gpu_prefill &p, int32_t kv_dtype, int dmax, dim3 grid,

@@ -471,9 +471,9 @@ static inline sy_status sy_kv_gpu_check_write(const char *op, uint32_t layout, c
 #define SY_KV_GPU_DISPATCH_STORE(layout, kernel, g, grid, stream, ...)                                      \
     do {                                                                                                    \
         switch ((g)->store_dtype) {                                                                         \
-        case SY_DTYPE_F32: kernel<layout, SY_DTYPE_F32><<<(grid), SY_KV_GPU_THREADS, 0, (stream)>>>(__VA_ARGS__); break; \
-        case SY_DTYPE_BF16: kernel<layout, SY_DTYPE_BF16><<<(grid), SY_KV_GPU_THREADS, 0, (stream)>>>(__VA_ARGS__); break; \
-        default: kernel<layout, SY_DTYPE_FP8_E4M3><<<(grid), SY_KV_GPU_THREADS, 0, (stream)>>>(__VA_ARGS__); break; \
+        case SY_DTYPE_F32: SY_GPU_LAUNCH((grid), SY_KV_GPU_THREADS, 0, (stream), kernel<layout, SY_DTYPE_F32>)(__VA_ARGS__); break; \
+        case SY_DTYPE_BF16: SY_GPU_LAUNCH((grid), SY_KV_GPU_THREADS, 0, (stream), kernel<layout, SY_DTYPE_BF16>)(__VA_ARGS__); break; \
+        default: SY_GPU_LAUNCH((grid), SY_KV_GPU_THREADS, 0, (stream), kernel<layout, SY_DTYPE_FP8_E4M3>)(__VA_ARGS__); break; \
         }                                                                                                   \
     } while (0)
 

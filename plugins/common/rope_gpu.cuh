@@ -126,7 +126,7 @@ template <int RW>
 static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel(const sy_rope_gpu_freqs f,
                                                                                 const sy_rope_gpu_args a)
 {
-    extern __shared__ float sy_rope_angles[];
+    SY_GPU_DYNAMIC_SHARED(float, sy_rope_angles);
     float *cs = sy_rope_angles, *sn = sy_rope_angles + SY_ROPE_GPU_TOKENS * f.half;
     const int64_t t0 = (int64_t)blockIdx.x * SY_ROPE_GPU_TOKENS;
     sy_rope_gpu_angles(f, a, t0, SY_ROPE_GPU_TOKENS, cs, sn);
@@ -141,7 +141,7 @@ static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kv_ker
     const sy_rope_gpu_freqs f, const sy_rope_gpu_args a, const sy_kv_gpu_pool pool, const sy_kv_gpu_rows v_src,
     const sy_kv_gpu_index ix, uint32_t group, uint32_t heads_per_block)
 {
-    extern __shared__ float sy_rope_angles[];
+    SY_GPU_DYNAMIC_SHARED(float, sy_rope_angles);
     __shared__ int64_t slot_s[SY_KV_GPU_MAX_GROUP];
     __shared__ int run_s;
     float *cs = sy_rope_angles, *sn = sy_rope_angles + group * f.half;
@@ -210,9 +210,9 @@ static inline void sy_rope_gpu_launch(const sy_rope_gpu_freqs &f, const sy_rope_
     const dim3 grid((unsigned)((a.tokens + SY_ROPE_GPU_TOKENS - 1) / SY_ROPE_GPU_TOKENS));
     const size_t smem = 2 * SY_ROPE_GPU_TOKENS * f.half * sizeof(float);
     if (f.half % 8 == 0)
-        sy_rope_gpu_kernel<8><<<grid, SY_ROPE_GPU_THREADS, smem, stream>>>(f, a);
+        SY_GPU_LAUNCH(grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kernel<8>)(f, a);
     else
-        sy_rope_gpu_kernel<1><<<grid, SY_ROPE_GPU_THREADS, smem, stream>>>(f, a);
+        SY_GPU_LAUNCH(grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kernel<1>)(f, a);
 }
 
 /* Fused: a unit rotates one 16-byte run of the pool's store dtype (so that it stores whole vectors)
@@ -225,10 +225,10 @@ static void sy_rope_gpu_kv_launch_store(const sy_rope_gpu_freqs &f, const sy_rop
     const size_t smem = 2 * (size_t)l.group * f.half * sizeof(float);
     constexpr int PER = sy_elems16<STORE>;
     if (f.half % PER == 0)
-        sy_rope_gpu_kv_kernel<LAYOUT, STORE, PER><<<l.grid, SY_ROPE_GPU_THREADS, smem, stream>>>(
+        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, PER>)(
             f, a, pool, v_src, ix, l.group, l.heads_per_block);
     else
-        sy_rope_gpu_kv_kernel<LAYOUT, STORE, 1><<<l.grid, SY_ROPE_GPU_THREADS, smem, stream>>>(
+        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, 1>)(
             f, a, pool, v_src, ix, l.group, l.heads_per_block);
 }
 

@@ -33,6 +33,17 @@
 #define SY_GPU_HOST_TABLE(...) __VA_ARGS__
 #endif
 
+/* Kernel launches and dynamic shared memory go through these two names, so that the kernels also
+ * build for tests/gpu's CPU emulator of the dialect (which defines them first):
+ *   SY_GPU_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...);
+ *   SY_GPU_DYNAMIC_SHARED(float, name);   (a kernel's dynamic shared memory as name[]) */
+#ifndef SY_GPU_LAUNCH
+#define SY_GPU_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
+#endif
+#ifndef SY_GPU_DYNAMIC_SHARED
+#define SY_GPU_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 /* Bytes of an element type used as a template tag: f32 4, bf16 2, fp8_e4m3 1. */
 template <int DT>
 constexpr int sy_elem_size = DT == SY_DTYPE_F32 ? 4 : DT == SY_DTYPE_BF16 ? 2 : 1;

@@ -19,7 +19,12 @@
  *                          for bit (q, k and both pools), and its pool against the cpu writer fed the
  *                          GPU's rotated k.
  *
- * Usage: check_kv_attn_<backend> [--quick] [--seed N] [--filter TEXT] */
+ * Usage: check_kv_attn_<backend> [--quick | --full] [--seed N] [--filter TEXT]  (--full is the
+ * default on a GPU; the emulated build runs --quick unless given --full)
+ *
+ * Built with SY_CHECK_EMULATED (check_kv_attn_emu32 / _emu64), the program links the plugins' ops
+ * directly and runs the GPU kernels, compiled as C++, on the CPU emulator of check_kv_attn_emu.cc
+ * at a warp width of 32 or 64: the same cases, on a machine without a GPU. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -49,7 +54,7 @@ static const sy_backend_desc *gpu;
 static void *gpu_ctx;
 static sy_stream stream;
 static sy_host_api gpu_host, cpu_host;
-static int quick;
+static int quick, full;
 static const char *filter;
 static int passed, failed;
 static sy_rng rng;
@@ -123,21 +128,26 @@ typedef struct pair {
 
 static pair kv_pairs[2], attn, rope;
 
+static pair init_pair(const sy_plugin_desc *cpu_desc, const sy_plugin_desc *gpu_desc)
+{
+    pair p = {cpu_desc, gpu_desc, NULL, NULL};
+    sy_error err = {{0}};
+    if ((cpu_desc->init && cpu_desc->init(&cpu_host, &p.cpu_ctx, &err) != SY_OK) ||
+        (gpu_desc->init && gpu_desc->init(&gpu_host, &p.gpu_ctx, &err) != SY_OK))
+        die("%s: init: %s", cpu_desc->name, err.msg);
+    return p;
+}
+
+#ifndef SY_CHECK_EMULATED
 static pair load_pair(int32_t kind, const char *name)
 {
-    pair p;
     const sy_registry_entry *c = sy_registry_find(registry, kind, name, "cpu");
     const sy_registry_entry *g = sy_registry_find(registry, kind, name, SY_CHECK_GPU_BACKEND);
     if (!c || !g)
         die("plugin %s is not loaded for %s", name, !c ? "cpu" : SY_CHECK_GPU_BACKEND);
-    sy_error err = {{0}};
-    if (sy_registry_init_plugin(c, &cpu_host, &p.cpu_ctx, &err) != SY_OK ||
-        sy_registry_init_plugin(g, &gpu_host, &p.gpu_ctx, &err) != SY_OK)
-        die("%s", err.msg);
-    p.cpu = c->plugin;
-    p.gpu = g->plugin;
-    return p;
+    return init_pair(c->plugin, g->plugin);
 }
+#endif
 
 static void unload_pair(pair *p)
 {
@@ -152,6 +162,109 @@ static const pair *kv_pair(uint32_t layout)
     return &kv_pairs[layout == V5D];
 }
 
+#ifdef SY_CHECK_EMULATED
+/* The plugins' ops tables, linked in, and a backend over host memory. */
+extern const sy_kv_layout_ops sy_kv_nhd_cpu_ops, sy_kv_5d_cpu_ops, sy_kv_nhd_gpu_ops, sy_kv_5d_gpu_ops;
+extern const sy_attention_ops sy_attn_paged_cpu_ops, sy_attn_paged_gpu_ops;
+extern const sy_rope_ops sy_rope_yarn_cpu_ops, sy_rope_yarn_gpu_ops;
+sy_status sy_attn_paged_cpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_attn_paged_cpu_fini(void *ctx);
+sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_attn_paged_gpu_fini(void *ctx);
+sy_status sy_rope_yarn_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_rope_yarn_gpu_fini(void *ctx);
+
+static sy_status emu_alloc(void *ctx, size_t bytes, void **ptr, sy_error *err)
+{
+    (void)ctx;
+    return cpu_workspace_alloc(NULL, bytes, ptr, err);
+}
+
+static void emu_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static sy_status emu_memcpy(void *ctx, sy_stream s, void *dst, const void *src, size_t bytes, int32_t kind,
+                            sy_error *err)
+{
+    (void)ctx, (void)s, (void)kind, (void)err;
+    memcpy(dst, src, bytes);
+    return SY_OK;
+}
+
+static sy_status emu_memset(void *ctx, sy_stream s, void *dst, int value, size_t bytes, sy_error *err)
+{
+    (void)ctx, (void)s, (void)err;
+    memset(dst, value, bytes);
+    return SY_OK;
+}
+
+static sy_status emu_sync(void *ctx, sy_stream s, sy_error *err)
+{
+    (void)ctx, (void)s, (void)err;
+    return SY_OK;
+}
+
+static sy_status emu_device_info(void *ctx, sy_device_info *out, sy_error *err)
+{
+    (void)ctx, (void)err;
+    snprintf(out->name, sizeof out->name, "CPU emulator of the GPU dialect, warp %d", SY_EMU_WARP_SIZE);
+    out->multiprocessors = 132;
+    out->warp_size = SY_EMU_WARP_SIZE;
+    return SY_OK;
+}
+
+static sy_status emu_stream_create(void *ctx, sy_stream *out, sy_error *err)
+{
+    (void)ctx, (void)err;
+    *out = NULL;
+    return SY_OK;
+}
+
+static void emu_stream_destroy(void *ctx, sy_stream s)
+{
+    (void)ctx, (void)s;
+}
+
+static void emu_fini(void *ctx)
+{
+    (void)ctx;
+}
+
+static const sy_backend_desc emu_backend = {
+    .name = "emu", .fini = emu_fini, .device_info = emu_device_info, .alloc = emu_alloc, .free = emu_free,
+    .memcpy_async = emu_memcpy, .memset_async = emu_memset, .stream_create = emu_stream_create,
+    .stream_destroy = emu_stream_destroy, .stream_sync = emu_sync,
+};
+
+#define EMU_DESC(desc_name, plugin_name, ops_table, init_fn, fini_fn)                                  \
+    static const sy_plugin_desc desc_name = {.name = plugin_name, .ops = &ops_table, .init = init_fn, \
+                                             .fini = fini_fn}
+EMU_DESC(emu_nhd_cpu, "kv_nhd", sy_kv_nhd_cpu_ops, NULL, NULL);
+EMU_DESC(emu_nhd_gpu, "kv_nhd", sy_kv_nhd_gpu_ops, NULL, NULL);
+EMU_DESC(emu_5d_cpu, "kv_vectorized_5d", sy_kv_5d_cpu_ops, NULL, NULL);
+EMU_DESC(emu_5d_gpu, "kv_vectorized_5d", sy_kv_5d_gpu_ops, NULL, NULL);
+EMU_DESC(emu_attn_cpu, "attn_paged", sy_attn_paged_cpu_ops, sy_attn_paged_cpu_init, sy_attn_paged_cpu_fini);
+EMU_DESC(emu_attn_gpu, "attn_paged", sy_attn_paged_gpu_ops, sy_attn_paged_gpu_init, sy_attn_paged_gpu_fini);
+EMU_DESC(emu_rope_cpu, "rope_yarn", sy_rope_yarn_cpu_ops, NULL, NULL);
+EMU_DESC(emu_rope_gpu, "rope_yarn", sy_rope_yarn_gpu_ops, sy_rope_yarn_gpu_init, sy_rope_yarn_gpu_fini);
+
+static int open_all(void)
+{
+    gpu = &emu_backend;
+    printf("device: CPU emulator, warp %d (kernels compiled as C++)\n", SY_EMU_WARP_SIZE);
+    gpu_host = host_api(gpu, NULL, 1);
+    cpu_host = host_api(NULL, NULL, 0);
+    kv_pairs[0] = init_pair(&emu_nhd_cpu, &emu_nhd_gpu);
+    kv_pairs[1] = init_pair(&emu_5d_cpu, &emu_5d_gpu);
+    attn = init_pair(&emu_attn_cpu, &emu_attn_gpu);
+    rope = init_pair(&emu_rope_cpu, &emu_rope_gpu);
+    quick = !full; /* emulation is slow: the quick list unless --full */
+    return 1;
+}
+#else
 /* Returns 0 (and prints why) when there is no usable device. */
 static int open_all(void)
 {
@@ -195,6 +308,7 @@ static int open_all(void)
     rope = load_pair(SY_KIND_ROPE, "rope_yarn");
     return 1;
 }
+#endif
 
 /* ------------------------------------------------------------------------------------------ */
 /* device memory (synchronous helpers; the ops under test run on `stream`)                     */
@@ -466,8 +580,8 @@ static sy_tensor index_tensor(int32_t *data, int64_t n)
     return sy_tensor_contiguous(data, SY_DTYPE_I32, 1, one_d);
 }
 
-/* Slots of T tokens: prefill runs (three sequences over shuffled pages, the first starting mid-page)
- * or decode scatter (distinct random slots); about one in twenty is -1. */
+/* Slots of T tokens: prefill runs (three sequences over shuffled pages, the first starting into its
+ * page; one slot in a hundred -1) or decode scatter (distinct random slots; one in twenty -1). */
 static int32_t *make_slots(const kv_shape *s, uint32_t pages, uint32_t *order)
 {
     int32_t *slots = xmalloc(sizeof *slots * (size_t)s->tokens);
@@ -479,8 +593,11 @@ static int32_t *make_slots(const kv_shape *s, uint32_t pages, uint32_t *order)
             slots[t] = (int32_t)(page * s->P + ((uint32_t)t / (pages - 1) + page * 7u) % s->P);
         }
     } else {
-        uint32_t page_i = 0, seq_len = (uint32_t)s->tokens / 3 + 1;
-        int64_t slot = (int64_t)order[page_i] * s->P + (s->P > 3 ? s->P / 3 : 0);
+        /* Sequence starts on multiples of 16 tokens and the first at a multiple of 16 into its page
+         * (where the page allows), so that vectorized_5d groups of X tokens meet whole X-runs of
+         * slots; nhd pages of odd sizes break them anyway. */
+        uint32_t page_i = 0, seq_len = ((uint32_t)s->tokens / 3 + 16) / 16 * 16;
+        int64_t slot = (int64_t)order[page_i] * s->P + s->P / 3 / 16 * 16;
         for (int32_t t = 0; t < s->tokens; t++) {
             if (t > 0 && (t % seq_len == 0 || slot % s->P == 0)) {
                 page_i++;
@@ -490,7 +607,7 @@ static int32_t *make_slots(const kv_shape *s, uint32_t pages, uint32_t *order)
         }
     }
     for (int32_t t = 0; t < s->tokens; t++)
-        if (sy_rng_below(&rng, 20) == 0 || slots[t] >= pool)
+        if (sy_rng_below(&rng, s->decode ? 20 : 100) == 0 || slots[t] >= pool)
             slots[t] = -1;
     return slots;
 }
@@ -1196,18 +1313,21 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--full")) {
+            full = 1;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             seed = strtoull(argv[++i], NULL, 0);
             seeded = 1;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             filter = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--seed N] [--filter TEXT]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick | --full] [--seed N] [--filter TEXT]\n", argv[0]);
             return 2;
         }
     }
     if (!open_all()) {
-        sy_registry_close(registry);
+        if (registry)
+            sy_registry_close(registry);
         return 0;
     }
     if (!seeded)
@@ -1225,6 +1345,7 @@ int main(int argc, char **argv)
     unload_pair(&rope);
     gpu->stream_destroy(gpu_ctx, stream);
     gpu->fini(gpu_ctx);
-    sy_registry_close(registry);
+    if (registry)
+        sy_registry_close(registry);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,135 @@
+/* check_kv_attn_emu: the CPU emulator's stand-in for backends/gpu/vendor.h, first on the include
+ * path of the emulated build, so that the GPU plugins' kernels (written in the portable CUDA
+ * dialect) compile as plain C++ and run on the host: each thread of a block is a fiber, a barrier
+ * switches between them (check_kv_attn_emu.cc), shuffles exchange through the block, and the
+ * warp width is SY_EMU_WARP_SIZE (the build makes one program for 32 and one for 64). Nothing
+ * here is fast; it exists to run the kernels' index math against the cpu plugins where no GPU is. */
+#ifndef SY_VENDOR_H
+#define SY_VENDOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SY_GPU_BACKEND_NAME "emu"
+#define SY_GPU_RUNTIME_NAME "emulator"
+#define SY_MAX_WARPS_PER_BLOCK 32
+
+typedef int gpuError_t;
+typedef void *gpuStream_t;
+typedef void *gpuEvent_t;
+#define gpuSuccess 0
+#define gpuErrorMemoryAllocation 2
+static inline gpuError_t gpuGetLastError(void)
+{
+    return gpuSuccess;
+}
+static inline const char *gpuGetErrorName(gpuError_t status)
+{
+    return status ? "emuError" : "emuSuccess";
+}
+static inline const char *gpuGetErrorString(gpuError_t status)
+{
+    return status ? "emulator error" : "no error";
+}
+
+#if defined(__cplusplus)
+#include <functional>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct uint4 {
+    unsigned x, y, z, w;
+};
+struct uint2 {
+    unsigned x, y;
+};
+struct float4 {
+    float x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
+static inline uint2 make_uint2(unsigned x, unsigned y)
+{
+    return uint2{x, y};
+}
+static inline float __uint_as_float(unsigned u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline unsigned __float_as_uint(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+/* Built with -ffp-contract=off: plain operations round on their own, as these must. */
+static inline float __fmul_rn(float a, float b)
+{
+    return a * b;
+}
+static inline float __fadd_rn(float a, float b)
+{
+    return a + b;
+}
+static inline float __fsub_rn(float a, float b)
+{
+    return a - b;
+}
+
+extern dim3 sy_emu_thread_idx, sy_emu_block_idx, sy_emu_block_dim, sy_emu_grid_dim;
+#define threadIdx sy_emu_thread_idx
+#define blockIdx sy_emu_block_idx
+#define blockDim sy_emu_block_dim
+#define gridDim sy_emu_grid_dim
+
+void sy_emu_syncthreads(void);
+float sy_emu_shfl_xor(float value, int lane_mask);
+void *sy_emu_dynamic_shared(void);
+#define __syncthreads() sy_emu_syncthreads()
+#define SY_WARP_SIZE SY_EMU_WARP_SIZE
+#define sy_shfl_xor(value, lane_mask) sy_emu_shfl_xor((value), (lane_mask))
+#define SY_GPU_DYNAMIC_SHARED(type, name) type *name = (type *)sy_emu_dynamic_shared()
+
+namespace sy_emu {
+/* Runs body once per thread of every block of the grid, blocks one after the other. */
+void run(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()> &body);
+
+template <class Kernel>
+struct launcher {
+    dim3 grid, block;
+    size_t shared_bytes;
+    Kernel kernel;
+    template <class... Args>
+    void operator()(Args... args) const
+    {
+        run(grid, block, shared_bytes, [&] { kernel(args...); });
+    }
+};
+
+template <class Kernel>
+launcher<Kernel> launch(dim3 grid, dim3 block, size_t shared_bytes, gpuStream_t, Kernel kernel)
+{
+    return launcher<Kernel>{grid, block, shared_bytes, kernel};
+}
+} // namespace sy_emu
+
+#define SY_GPU_LAUNCH(grid, block, shared_bytes, stream, ...) \
+    sy_emu::launch(dim3(grid), dim3(block), (shared_bytes), (stream), __VA_ARGS__)
+#endif
+
+#endif
