@@ -131,6 +131,11 @@ void sy_conf_check_bits(sy_conf_case *c, const char *what, const void *test, con
  * ||test - ref||_2 / ||ref||_2 <= tol. */
 void sy_conf_check_close(sy_conf_case *c, const char *what, int32_t dtype, const void *test, const void *ref,
                          uint64_t n, double tol, const sy_conf_where *where);
+/* Each of `rows` rows of `cols` elements on its own: ||test_r - ref_r|| / max(||ref_r||, a quarter of
+ * the rms row norm) <= tol, so that a defect confined to a few rows (one key too many in a window)
+ * is not averaged away. */
+void sy_conf_check_rows_close(sy_conf_case *c, const char *what, int32_t dtype, const void *test, const void *ref,
+                              uint64_t rows, uint64_t cols, double tol, const sy_conf_where *where);
 /* Columns [col0, col1) of `rows` rows, `stride` elements apart, all equal to zero (either sign). */
 void sy_conf_check_zero(sy_conf_case *c, const char *what, int32_t dtype, const void *test, int64_t rows,
                         int64_t stride, int64_t col0, int64_t col1);

@@ -139,8 +139,10 @@ static void compare_out(sy_conf_case *c, const void *out_dev, const void *ref, i
     if (!got)
         return;
     sy_conf_where w = sy_conf_shape(3, rows, h->hq, h->d, 0);
-    sy_conf_check_close(c, "out", q_dtype, got, ref, n,
-                        sy_conf_tolerance(SY_CONF_OP_ATTENTION, sy_conf_narrower(q_dtype, kv_dtype)), &w);
+    int32_t narrowest = sy_conf_narrower(q_dtype, kv_dtype);
+    sy_conf_check_close(c, "out", q_dtype, got, ref, n, sy_conf_tolerance(SY_CONF_OP_ATTENTION, narrowest), &w);
+    sy_conf_check_rows_close(c, "out rows", q_dtype, got, ref, (uint64_t)rows * h->hq, h->d,
+                             sy_conf_tolerance(SY_CONF_OP_ATTENTION_ROW, narrowest), &w);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -180,6 +182,27 @@ static int32_t *make_block_tables(sy_conf_case *c, const decode_shape *s, uint32
         next += pages;
     }
     return bt;
+}
+
+/* Window edges carry large values: the first key inside a window and the last one outside it (when
+ * its page is still mapped) get V * EDGE_GAIN, so a window of W - 1 or W + 1 keys moves the output
+ * far beyond any tolerance. v holds the token of slot P + t at row t. */
+enum { EDGE_GAIN = 30 };
+
+static void amplify_window_edges(const decode_shape *s, const int32_t *bt, uint32_t max_blocks, size_t row, float *v)
+{
+    const int32_t P = (int32_t)s->page_size;
+    for (uint32_t b = 0; b < s->ctx->batch && s->window > 0; b++) {
+        int32_t len = s->ctx->len[b];
+        for (int32_t j = len - s->window - 1; j <= len - s->window; j++) {
+            int32_t page = j >= 0 ? bt[b * max_blocks + (uint32_t)(j / P)] : 0;
+            if (page <= 0)
+                continue;
+            float *x = v + (size_t)(page * P + j % P - P) * row;
+            for (size_t i = 0; i < row; i++)
+                x[i] *= EDGE_GAIN;
+        }
+    }
 }
 
 static void decode_case(sy_conf_case *c, const void *row, const void *user)
@@ -227,16 +250,15 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
     /* Every slot of pages 1.. holds a token; page 0 keeps its NaN poison. */
     int64_t T = (int64_t)(num_pages - 1) * P;
     size_t n = (size_t)T * h->hkv * h->d;
-    float *k = sy_conf_case_host(c, n * sizeof(float)), *v = sy_conf_case_host(c, n * sizeof(float));
-    sy_conf_fill_normal(&c->rng, k, n, 1.0);
-    sy_conf_fill_normal(&c->rng, v, n, 1.0);
+    float *k = sy_conf_case_random(c, n, F32, 1.0), *v = sy_conf_case_random(c, n, F32, 1.0);
+    int32_t *bt = make_block_tables(c, s, num_pages, max_blocks);
+    amplify_window_edges(s, bt, max_blocks, (size_t)h->hkv * h->d, v);
     int32_t *slots = sy_conf_case_host(c, (size_t)T * sizeof(int32_t));
     for (int64_t t = 0; t < T; t++)
         slots[t] = (int32_t)(P + t);
     sy_kv_write_args wa = sy_conf_pool_write_args(&pool, F32, T, k, v, slots);
     if (!sy_conf_pool_write(c, &pool, &wa))
         return;
-    int32_t *bt = make_block_tables(c, s, num_pages, max_blocks);
     int32_t *lens = sy_conf_case_host(c, B * sizeof(int32_t));
     memcpy(lens, s->ctx->len, B * sizeof(int32_t));
     queries qs;
@@ -307,15 +329,23 @@ static void prefill_name(char *buf, size_t len, const void *row, const void *use
              s->causal ? "causal" : "noncausal", window, s->sinks ? "sinks" : "nosinks");
 }
 
-/* K or V [Tk, Hkv, D] in the kv dtype: f32 / bf16 rounded, fp8 as fp8(x / scale). */
-static void *make_keys(sy_conf_case *c, size_t n, int32_t dtype, float scale)
+/* K or V [Tk, Hkv, D] from N(0, 1) in the kv dtype: f32 / bf16 rounded, fp8 as fp8(x / scale).
+ * With edge_stride > 0 every edge_stride-th row is EDGE_GAIN / 4 times larger: some query's window
+ * starts at each, so a window one key too wide or too narrow shows (the decode cases place theirs
+ * exactly at the edges). */
+static void *make_keys(sy_conf_case *c, int64_t rows, size_t row, int32_t dtype, float scale, int64_t edge_stride)
 {
-    if (dtype != FP8)
-        return sy_conf_case_random(c, n, dtype, 1.0);
+    size_t n = (size_t)rows * row;
     float *f = sy_conf_case_random(c, n, F32, 1.0);
-    uint8_t *out = sy_conf_case_host(c, n);
-    for (size_t i = 0; i < n; i++)
-        out[i] = sy_f32_to_fp8e4m3(f[i] / scale);
+    for (int64_t r = 0; edge_stride > 0 && r < rows; r += edge_stride)
+        for (size_t i = 0; i < row; i++)
+            f[(size_t)r * row + i] *= EDGE_GAIN;
+    uint8_t *out = sy_conf_case_host(c, n * sy_dtype_size(dtype));
+    if (dtype == FP8)
+        for (size_t i = 0; i < n; i++)
+            out[i] = sy_f32_to_fp8e4m3(f[i] / scale);
+    else
+        sy_conf_store(dtype, out, f, n);
     return out;
 }
 
@@ -354,7 +384,9 @@ static void prefill_case(sy_conf_case *c, const void *row, const void *user)
     queries qs;
     make_queries(c, Tq, h, s->q, s->sinks, &qs);
     size_t nk = (size_t)Tk * h->hkv * h->d, k_bytes = nk * sy_dtype_size(s->kv);
-    void *k = make_keys(c, nk, s->kv, K_SCALE), *v = make_keys(c, nk, s->kv, V_SCALE);
+    const size_t width = (size_t)h->hkv * h->d;
+    void *k = make_keys(c, Tk, width, s->kv, K_SCALE, 0);
+    void *v = make_keys(c, Tk, width, s->kv, V_SCALE, s->window ? 31 : 0);
     int32_t *cq = sy_conf_case_host(c, sizeof cu_q), *ck = sy_conf_case_host(c, sizeof cu_k);
     memcpy(cq, cu_q, sizeof cu_q);
     memcpy(ck, cu_k, sizeof cu_k);

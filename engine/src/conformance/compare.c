@@ -172,3 +172,49 @@ void sy_conf_check_zero(sy_conf_case *c, const char *what, int32_t dtype, const 
                       (unsigned long long)bad, (long long)k->elements, (long long)first_row, (long long)first_col,
                       sy_conf_load(dtype, test, (size_t)(first_row * stride + first_col)));
 }
+
+void sy_conf_check_rows_close(sy_conf_case *c, const char *what, int32_t dtype, const void *test, const void *ref,
+                              uint64_t rows, uint64_t cols, double tol, const sy_conf_where *where)
+{
+    if (!sy_conf_case_ok(c))
+        return;
+    sy_conf_check *k = add_check(c, what, "row_rel_l2");
+    if (!k)
+        return;
+    double all = 0;
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        double r = sy_conf_load(dtype, ref, i);
+        all += isfinite(r) ? r * r : 0;
+    }
+    /* A row whose output nearly cancels is judged against a quarter of the typical row norm. */
+    double floor = 0.25 * sqrt(all / (double)(rows ? rows : 1));
+    double worst = 0, max_abs = 0;
+    uint64_t worst_row = 0;
+    for (uint64_t row = 0; row < rows; row++) {
+        double num = 0, den = 0;
+        for (uint64_t j = row * cols; j < (row + 1) * cols; j++) {
+            double t = sy_conf_load(dtype, test, j), r = sy_conf_load(dtype, ref, j);
+            double d = isfinite(t) && isfinite(r) ? fabs(t - r) : (isnan(t) == isnan(r) && t == r ? 0 : INFINITY);
+            num += d * d;
+            den += r * r;
+            max_abs = d > max_abs ? d : max_abs;
+        }
+        den = sqrt(den) > floor ? sqrt(den) : floor;
+        double e = den > 0 ? sqrt(num) / den : sqrt(num);
+        if (!(e <= worst)) {
+            worst = e;
+            worst_row = row;
+        }
+    }
+    k->elements = (int64_t)(rows * cols);
+    k->tolerance = tol;
+    k->max_abs = max_abs;
+    k->error = worst;
+    if (worst <= tol)
+        return;
+    k->passed = 0;
+    char at[224];
+    index_text(what, where, worst_row * cols, at, sizeof at);
+    sy_conf_case_fail(c, "%s: row %llu (from %s) has rel_l2 %.3g, beyond the per-row tolerance %.3g", what,
+                      (unsigned long long)worst_row, at, worst, tol);
+}

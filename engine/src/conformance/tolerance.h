@@ -22,7 +22,9 @@ typedef enum sy_conf_op {
     SY_CONF_OP_NORM = 3,      /* rmsnorm output columns < N */
     SY_CONF_OP_ROPE = 4,      /* rotated q and k */
     SY_CONF_OP_LINEAR = 5,    /* linear output */
-    SY_CONF_OP_COUNT_ = 6
+    SY_CONF_OP_ATTENTION_ROW = 6, /* attention output, each (token, head) row on its own: a defect in
+                                   * a few rows (a window one key wide) is not averaged away */
+    SY_CONF_OP_COUNT_ = 7
 } sy_conf_op;
 
 /* The narrower of two float dtypes (f32 > bf16 > fp8_e4m3); non-float dtypes are ignored. */
@@ -38,12 +40,13 @@ static inline double sy_conf_tolerance(sy_conf_op op, int32_t narrowest)
 {
     /*                                    f32     bf16    fp8 */
     static const double table[SY_CONF_OP_COUNT_][3] = {
-        [SY_CONF_OP_ATTENTION] = {1e-5, 4e-3, 2e-2},
-        [SY_CONF_OP_MOE] = {1e-4, 5e-3, 5e-3},
+        [SY_CONF_OP_ATTENTION] = {1e-5, 5e-3, 5e-2},
+        [SY_CONF_OP_MOE] = {2e-5, 5e-3, 5e-3},
         [SY_CONF_OP_ROUTE] = {1e-6, 1e-6, 1e-6},
         [SY_CONF_OP_NORM] = {1e-6, 1e-3, 1e-3},
         [SY_CONF_OP_ROPE] = {2e-6, 1e-3, 1e-3},
         [SY_CONF_OP_LINEAR] = {1e-5, 4e-3, 4e-3},
+        [SY_CONF_OP_ATTENTION_ROW] = {1e-5, 2e-2, 2e-1},
     };
     int column = narrowest == SY_DTYPE_FP8_E4M3 ? 2 : narrowest == SY_DTYPE_F32 ? 0 : 1;
     return table[op][column];
