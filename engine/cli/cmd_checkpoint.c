@@ -98,12 +98,16 @@ static int cmd_synth(int argc, char **argv)
     sy_model_dims_from_config(cfg, &d);
     uint64_t seed = (uint64_t)sy_config_int(cfg, "model.seed");
     sy_config_free(cfg);
-    double t0 = now_s();
     sy_error err = {{0}};
+    if (sy_model_dims_check(&d, &err) != SY_OK) {
+        fprintf(stderr, "switchyard checkpoint synth: %s\n", err.msg);
+        goto done;
+    }
+    double t0 = now_s();
     sy_synth_write_result r;
     if (sy_checkpoint_write_synth(&d, seed, (uint32_t)shards, out, preset, &r, &err) != SY_OK) {
         fprintf(stderr, "switchyard checkpoint synth: %s\n", err.msg);
-        rc = err.msg[0] && strstr(err.msg, "--shards") ? SY_EXIT_USAGE : SY_EXIT_RUNTIME;
+        rc = strstr(err.msg, "--shards") ? SY_EXIT_USAGE : SY_EXIT_RUNTIME;
         goto done;
     }
     struct rusage ru;

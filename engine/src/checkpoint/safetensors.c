@@ -309,7 +309,8 @@ static sy_status parse_json_header(sy_st_file *f, const char *json, size_t len, 
     free(ranges);
     if (st != SY_OK)
         return st;
-    qsort(f->tensors, f->n_tensors, sizeof *f->tensors, by_name);
+    if (f->n_tensors)
+        qsort(f->tensors, f->n_tensors, sizeof *f->tensors, by_name);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (strcmp(f->tensors[i - 1].name, f->tensors[i].name) == 0)
             return sy_fail(err, SY_E_INVALID, "%s: the header names tensor \"%s\" twice", f->path, f->tensors[i].name);

@@ -134,10 +134,12 @@ sy_status sy_st_writer_append(sy_st_writer *w, const void *data, uint64_t bytes,
 
 sy_status sy_st_writer_commit(sy_st_writer *w, sy_error *err)
 {
-    if (w->current < w->n_entries)
-        return sy_fail(err, SY_E_INTERNAL, "%s: tensor \"%s\" got %llu of its %llu bytes", w->path,
-                       w->entries[w->current].name, (unsigned long long)w->written,
-                       (unsigned long long)w->bytes[w->current]);
+    if (w->current < w->n_entries) {
+        sy_fail(err, SY_E_INTERNAL, "%s: tensor \"%s\" got %llu of its %llu bytes", w->path,
+                w->entries[w->current].name, (unsigned long long)w->written, (unsigned long long)w->bytes[w->current]);
+        sy_st_writer_abort(w);
+        return SY_E_INTERNAL;
+    }
     FILE *f = w->f;
     w->f = NULL;
     sy_status st = sync_and_rename(f, w->tmp, w->path, err);

@@ -35,9 +35,10 @@ sy_status sy_st_writer_begin(sy_st_writer *w, const char *path, const sy_st_entr
                              const char *const *meta, size_t n_meta, sy_error *err);
 /* The next bytes of the data, in entry order; a piece may span entries. */
 sy_status sy_st_writer_append(sy_st_writer *w, const void *data, uint64_t bytes, sy_error *err);
-/* Checks that every entry was written in full, syncs, renames into place. */
+/* Checks that every entry was written in full, syncs, renames into place. Ends the writer either
+ * way (on failure the temporary file is removed). */
 sy_status sy_st_writer_commit(sy_st_writer *w, sy_error *err);
-/* Removes the temporary file; safe after a failed begin, append or commit. */
+/* Removes the temporary file and ends the writer; for a failed begin or append. */
 void sy_st_writer_abort(sy_st_writer *w);
 
 /* Writes `text` to `path` through a synced temporary file and a rename. */
