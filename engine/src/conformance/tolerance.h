@@ -6,8 +6,9 @@
  * plugin is the order of its sums, its exp / rsqrt / sin approximations, and the precision of its
  * intermediates, which may be as narrow as the narrowest operand of the call (its "class") and no
  * narrower: an f32 call computes in f32, a call with bf16 operands may round its other operands and
- * its intermediates (softmax weights, activations) to bf16, a call over an fp8 KV pool may quantize
- * them to fp8 for fp8 tensor cores. Layout work (kv write / gather, pad columns, residual_out, the
+ * its intermediates (softmax weights, activations) to bf16, a call over an fp8 KV pool may also
+ * quantize the softmax weights to e4m3 for fp8 tensor cores (q stays bf16 or wider: an e4m3 q as
+ * well costs up to 5.4e-2, beyond the bound). Layout work (kv write / gather, pad columns, residual_out, the
  * pool of a fused rope + KV write, route ids) is exact: it moves or rounds values once, and the
  * project's own conversions (sy_numeric.h) are bit-exact on every backend. */
 #ifndef SY_CONF_TOLERANCE_H
