@@ -85,7 +85,8 @@ struct sy_conf_report {
 
 /* Runs the suite and fills *report (freed with sy_conf_report_free, also after a failure).
  * Returns SY_E_BACKEND when the tested backend or the cpu reference backend cannot be found, is
- * unusable here or fails to open; SY_E_INVALID when `plugin` names no plugin of the backend. A failed
+ * unusable here or fails to open; SY_E_INVALID when `plugin` names no plugin of the backend, or the
+ * backend has no plugins at all. A failed
  * case is not an error: see report->failed. */
 sy_status sy_conformance_run(sy_registry *reg, const sy_conf_options *opts, sy_conf_report *report, sy_error *err);
 void sy_conf_report_free(sy_conf_report *report);

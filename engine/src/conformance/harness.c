@@ -209,6 +209,11 @@ sy_status sy_conformance_run(sy_registry *reg, const sy_conf_options *opts, sy_c
         free(plugins);
         return no_such_plugin(reg, backend, opts->plugin, err);
     }
+    if (n == 0) { /* a run of nothing would read as a pass */
+        free(plugins);
+        return sy_fail(err, SY_E_INVALID, "backend %s has no loaded plugins on the search path (see switchyard plugins)",
+                       backend);
+    }
 
     sy_conf_run run;
     memset(&run, 0, sizeof run);
