@@ -119,6 +119,9 @@ SY_DEV void sy_attn_gpu_softmax_step(float *row, int count, int lane, float *m, 
         sum += p;
     }
     sum = sy_seg_sum<SEG>(sum);
+    /* Every lane has read m before lane 0 replaces it (the sum depends on it); the warp barrier
+     * makes that ordering explicit to the memory model and to race checkers. */
+    sy_syncwarp();
     if (lane == 0) {
         const float a = m_new == m_old ? 1.0f : expf(m_old - m_new);
         *l = *l * a + sum;

@@ -103,6 +103,8 @@ void *sy_emu_dynamic_shared(void);
 #define __syncthreads() sy_emu_syncthreads()
 #define SY_WARP_SIZE SY_EMU_WARP_SIZE
 #define sy_shfl_xor(value, lane_mask) sy_emu_shfl_xor((value), (lane_mask))
+/* The kernels call it where the whole block does, so a block barrier serves. */
+#define sy_syncwarp() sy_emu_syncthreads()
 #define SY_GPU_DYNAMIC_SHARED(type, name) type *name = (type *)sy_emu_dynamic_shared()
 
 namespace sy_emu {
