@@ -5,7 +5,7 @@
  *   a bf16 operand:     q and the softmax weights P rounded to bf16 before their products
  *   an fp8 KV operand:  additionally P quantized to e4m3 (scaled by 256) before P.V, q kept in bf16
  *                       (built with CONF_LOWP_FP8_Q, q is quantized to e4m3 with a per-row scale
- *                       as well: that kernel exceeds the fp8 bound, as docs/conformance.md says)
+ *                       as well: docs/conformance.md gives what that costs)
  * The denominator sums the unrounded weights, as flash-attention kernels do. */
 #include <math.h>
 #include <stdio.h>
