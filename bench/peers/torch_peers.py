@@ -456,7 +456,10 @@ class Runner:
     def measure_spec(self, spec):
         shape = spec["quick" if self.args.quick else "full"]
         if spec["builder"] == "prefill":
-            return self.run_prefill(spec["names"], **shape)
+            try:
+                return self.run_prefill(spec["names"], **shape)
+            except Exception as exc:  # e.g. no torch.nn.attention in this PyTorch
+                return [error_case(n, one_line(exc), note=NO_SINKS_NOTE) for n in spec["names"]]
         name = spec["names"][0]
         try:
             w = getattr(self.peers, spec["builder"])(**shape)
