@@ -478,7 +478,8 @@ class Runner:
             names = kernel_names(self.t, lambda: workload.run(inputs))
         except Exception as exc:
             return "default", "; ".join(x for x in (note, "kernels not recorded: " + one_line(exc)) if x)
-        return backend_from_kernels(names), "; ".join(x for x in (note, "kernels: " + ", ".join(names)) if x)
+        seen = "kernels: " + ", ".join(names) if names else "kernels: none recorded by the profiler"
+        return backend_from_kernels(names), "; ".join(x for x in (note, seen) if x)
 
     def run_prefill(self, names, batch, length):
         """Causal SDPA with each backend forced in turn through sdpa_kernel, then the fastest."""
