@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,16 +81,26 @@ static int already_scanned(const sy_registry *reg, const char *real)
     return 0;
 }
 
+/* A rejection reason fits the registry's fixed line; a path longer than the line is cut short there,
+ * which still names the file, rather than growing every entry to PATH_MAX. */
+__attribute__((format(printf, 3, 4))) static void set_reason(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
 static int writable_by_others(const char *path, const char *what, char *why, size_t len)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        snprintf(why, len, "cannot stat %s: %s", path, strerror(errno));
+        set_reason(why, len, "cannot stat %s: %s", path, strerror(errno));
         return 1;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, len, "%s is writable by %s (mode %04o); fix with chmod go-w, or pass --allow-insecure-plugins",
-                 what, (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
+        set_reason(why, len, "%s is writable by %s (mode %04o); fix with chmod go-w, or pass --allow-insecure-plugins",
+                   what, (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
         return 1;
     }
     return 0;
