@@ -109,15 +109,25 @@ function(_sy_gpu_options_for_c_only target)
   endif()
 endfunction()
 
+# The toolkit's version as the description of a GPU backend shows it.
+function(_sy_gpu_toolkit_version vendor out)
+  if(vendor STREQUAL "cuda")
+    set(${out} "${CMAKE_CUDA_COMPILER_VERSION}" PARENT_SCOPE)
+  else()
+    set(${out} "${SY_HIP_VERSION}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # ---------------------------------------------------------------------------------------------
 # sy_add_gpu_module(TARGET VENDOR SOURCES...)
 #
-# A dlopen'd MODULE for one toolkit (VENDOR cuda or hip) from C sources and .cu sources. C sources
-# are compiled by the C compiler against the vendor's runtime headers, .cu sources by nvcc or hipcc;
-# both see SY_VENDOR_CUDA or SY_VENDOR_HIP, SY_GPU_ARCHS (text) and SY_GPU_TOOLKIT_VERSION, and the
-# include folders engine/include, plugins/common and backends/gpu. The CUDA runtime is linked
-# statically, so a module needs only the driver at run time and loads (probing 0) without one.
-# Include folders and definitions added to the target later reach the hipcc commands too.
+# A dlopen'd MODULE for one toolkit (VENDOR cuda or hip) from C sources and .cu sources: the device
+# library of a GPU backend or plugin (sy_add_gpu_front_and_device). C sources are compiled by the C
+# compiler against the vendor's runtime headers, .cu sources by nvcc or hipcc; both see
+# SY_VENDOR_CUDA or SY_VENDOR_HIP, SY_GPU_ARCHS (text) and SY_GPU_TOOLKIT_VERSION, and the include
+# folders engine/include, plugins/common and backends/gpu. The CUDA runtime is linked statically, so
+# a module needs only the driver at run time and loads without one. Include folders and definitions
+# added to the target later reach the hipcc commands too.
 function(sy_add_gpu_module target vendor)
   set(c_sources)
   set(gpu_sources)
@@ -201,11 +211,58 @@ function(sy_add_gpu_module target vendor)
   target_link_options(${target} PRIVATE -Wl,-z,nodelete)
 endfunction()
 
-# sy_add_gpu_backend(VENDOR): libsy_backend_<vendor>.so from the one backend source.
+# ---------------------------------------------------------------------------------------------
+# sy_add_gpu_front_and_device(TARGET VENDOR OUTPUT_DIR dir [INSTALL_DIR dir]
+#                             FRONT_SOURCES srcs... DEVICE_SOURCES srcs...)
+#
+# One GPU module as two libraries (plugins/common/sy_device_library.h has the why and the runtime
+# side):
+#   TARGET          libTARGET.so in OUTPUT_DIR: the front, which the registry scans. C sources only,
+#                   compiled by the C compiler with no GPU runtime on the include path or the link
+#                   line, plus plugins/common/sy_device_library.c. Linked with -z defs, so a
+#                   reference into device code fails at link time, not at dlopen. It keeps no
+#                   runtime state and may be unloaded like any plugin.
+#   TARGET_device   OUTPUT_DIR/VENDOR/libTARGET_device.so: the device library (sy_add_gpu_module),
+#                   which the front opens on first use; -z nodelete, as every module with a runtime.
+# Building TARGET builds both. With INSTALL_DIR, they install to INSTALL_DIR and INSTALL_DIR/VENDOR,
+# the layout of the build tree. Both see SY_VENDOR_<VENDOR>, SY_GPU_ARCHS and
+# SY_GPU_TOOLKIT_VERSION; backends/gpu/vendor_names.h is what the front may know of its vendor.
+function(sy_add_gpu_front_and_device target vendor)
+  cmake_parse_arguments(M "" "OUTPUT_DIR;INSTALL_DIR" "FRONT_SOURCES;DEVICE_SOURCES" ${ARGN})
+  if(NOT M_OUTPUT_DIR OR NOT M_FRONT_SOURCES OR NOT M_DEVICE_SOURCES)
+    message(FATAL_ERROR "sy_add_gpu_front_and_device(${target}): OUTPUT_DIR, FRONT_SOURCES and DEVICE_SOURCES are required")
+  endif()
+  string(TOUPPER ${vendor} VENDOR)
+  _sy_gpu_toolkit_version(${vendor} toolkit_version)
+
+  add_library(${target} MODULE ${M_FRONT_SOURCES} ${CMAKE_SOURCE_DIR}/plugins/common/sy_device_library.c)
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/engine/include ${CMAKE_SOURCE_DIR}/plugins/common
+                             ${CMAKE_SOURCE_DIR}/backends/gpu)
+  target_compile_definitions(${target} PRIVATE SY_VENDOR_${VENDOR} SY_GPU_ARCHS="${SY_${VENDOR}_ARCHS_TEXT}"
+                             SY_GPU_TOOLKIT_VERSION="${toolkit_version}")
+  target_compile_options(${target} PRIVATE -fmacro-prefix-map=${CMAKE_SOURCE_DIR}/=)
+  set_target_properties(${target} PROPERTIES PREFIX "lib" C_VISIBILITY_PRESET hidden
+                        LIBRARY_OUTPUT_DIRECTORY ${M_OUTPUT_DIR})
+  target_link_libraries(${target} PRIVATE m)
+  target_link_options(${target} PRIVATE -Wl,-z,defs)
+  sy_restrict_permissions(${target})
+
+  sy_add_gpu_module(${target}_device ${vendor} ${M_DEVICE_SOURCES})
+  set_target_properties(${target}_device PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${M_OUTPUT_DIR}/${vendor})
+  sy_restrict_permissions(${target}_device)
+  add_dependencies(${target} ${target}_device)
+
+  if(M_INSTALL_DIR)
+    install(TARGETS ${target} LIBRARY DESTINATION ${M_INSTALL_DIR})
+    install(TARGETS ${target}_device LIBRARY DESTINATION ${M_INSTALL_DIR}/${vendor})
+  endif()
+endfunction()
+
+# sy_add_gpu_backend(VENDOR): libsy_backend_<vendor>.so (gpu_backend_front.c) and its device library
+# (gpu_backend.c, gpu_synth.cu) from the one backend source.
 function(sy_add_gpu_backend vendor)
-  sy_add_gpu_module(sy_backend_${vendor} ${vendor} ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c
-                    ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_synth.cu)
-  set_target_properties(sy_backend_${vendor} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SY_PLUGIN_OUTPUT_DIR})
-  sy_restrict_permissions(sy_backend_${vendor})
-  install(TARGETS sy_backend_${vendor} LIBRARY DESTINATION ${SY_PLUGIN_INSTALL_DIR})
+  sy_add_gpu_front_and_device(sy_backend_${vendor} ${vendor}
+    OUTPUT_DIR ${SY_PLUGIN_OUTPUT_DIR} INSTALL_DIR ${SY_PLUGIN_INSTALL_DIR}
+    FRONT_SOURCES ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend_front.c
+    DEVICE_SOURCES ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_synth.cu)
 endfunction()

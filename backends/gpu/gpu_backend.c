@@ -1,8 +1,9 @@
 /* The cuda and hip backends: one C11 source over the vendor shim, built once per toolkit
- * (backends/cuda, backends/hip). Device memory comes from plain gpuMalloc, never managed memory, so
- * that allocations are device-resident and failures are immediate. Streams and events are the
- * runtime's own handles (gpu_runtime.h). Every call selects the context's device first, so one
- * process can drive several devices from any thread. */
+ * (backends/cuda, backends/hip) into the device library that the backend's front
+ * (gpu_backend_front.c) opens from <plugins>/<vendor>/. Device memory comes from plain gpuMalloc,
+ * never managed memory, so that allocations are device-resident and failures are immediate.
+ * Streams and events are the runtime's own handles (gpu_runtime.h). Every call selects the
+ * context's device first, so one process can drive several devices from any thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,8 +334,10 @@ static const sy_backend_desc gpu_backend = {
     .synth_fill = gpu_synth_fill,
 };
 
-SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor);
-SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor)
+/* The device library's entry point, opened by the front (gpu_backend_front.c) under a name of its
+ * own: sy_device_library.h. */
+SY_EXPORT const sy_backend_desc *sy_device_backend_entry(uint32_t host_major, uint32_t host_minor);
+SY_EXPORT const sy_backend_desc *sy_device_backend_entry(uint32_t host_major, uint32_t host_minor)
 {
     (void)host_minor;
     return host_major == SY_ABI_MAJOR ? &gpu_backend : NULL;

@@ -12,8 +12,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#define SY_GPU_BACKEND_NAME "cuda"
-#define SY_GPU_RUNTIME_NAME "CUDA"
+#include "vendor_names.h"
 
 /* errors */
 typedef cudaError_t gpuError_t;

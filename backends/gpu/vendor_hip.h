@@ -17,8 +17,7 @@
 #include <hip/hip_runtime.h>
 #endif
 
-#define SY_GPU_BACKEND_NAME "hip"
-#define SY_GPU_RUNTIME_NAME "HIP"
+#include "vendor_names.h"
 
 /* errors */
 typedef hipError_t gpuError_t;

@@ -6,17 +6,26 @@
 #include "attn_paged.h"
 
 #include "switchyard/plugin.h"
+#include "sy_plugin_role.h"
 
 #ifdef SY_PLUGIN_BACKEND_GPU
 /* gpu.cu: the same ops on the device, for head dims up to 128 (the kernels' tile sizes). */
+#define ATTN_PAGED_HEAD_DIM_MAX 128
+#define ATTN_PAGED_DESCRIPTION "paged attention on the GPU: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#if defined(SY_PLUGIN_GPU_FRONT)
+#include "sy_gpu_front.h"
+SY_GPU_FRONT_INIT(attn_paged_front_init, SY_KIND_ATTENTION, "attn_paged")
+#define ATTN_PAGED_OPS sy_gpu_front_attention_ops
+#define ATTN_PAGED_INIT attn_paged_front_init
+#define ATTN_PAGED_FINI sy_gpu_front_fini
+#else
 extern const sy_attention_ops sy_attn_paged_gpu_ops;
 sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
 void sy_attn_paged_gpu_fini(void *ctx);
 #define ATTN_PAGED_OPS sy_attn_paged_gpu_ops
 #define ATTN_PAGED_INIT sy_attn_paged_gpu_init
 #define ATTN_PAGED_FINI sy_attn_paged_gpu_fini
-#define ATTN_PAGED_HEAD_DIM_MAX 128
-#define ATTN_PAGED_DESCRIPTION "paged attention on the GPU: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#endif
 #else
 #define ATTN_PAGED_OPS sy_attn_paged_cpu_ops
 #define ATTN_PAGED_INIT sy_attn_paged_cpu_init
@@ -62,8 +71,8 @@ static const sy_plugin_desc attn_paged_desc = {
 
 static const sy_plugin_desc *const attn_paged_list[] = {&attn_paged_desc, NULL};
 
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor);
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor)
 {
     (void)host_abi_minor; /* the host rejects a newer minor itself, with a clearer message than NULL */
     return host_abi_major == SY_ABI_MAJOR ? attn_paged_list : NULL;

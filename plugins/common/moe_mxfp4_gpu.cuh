@@ -117,30 +117,6 @@ extern "C" void sy_moe_mxfp4_gpu_fini(void *ctx)
     free(c);
 }
 
-static sy_status moe_gpu_check_shape(const char *op, const sy_moe_shape *s, sy_error *err)
-{
-    if (!s || s->struct_size < sizeof(sy_moe_shape))
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape struct_size %u is smaller than sy_moe_shape (%zu)", op,
-                          s ? s->struct_size : 0u, sizeof(sy_moe_shape));
-    const struct {
-        const char *name;
-        uint32_t value, limit;
-        sy_status status;
-    } dims[] = {{"num_experts", s->num_experts, SY_MOE_MXFP4_GPU_MAX_EXPERTS, SY_E_UNSUPPORTED},
-                {"hidden", s->hidden, SY_MOE_MXFP4_GPU_MAX_DIM, SY_E_INVALID},
-                {"intermediate", s->intermediate, SY_MOE_MXFP4_GPU_MAX_DIM, SY_E_INVALID}};
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-        uint32_t multiple = i == 0 ? 1u : (uint32_t)SY_MXFP4_BLOCK;
-        if (dims[i].value == 0 || dims[i].value % multiple || dims[i].value > dims[i].limit)
-            return sy_op_fail(err, dims[i].status, "%s: shape.%s %u must be a positive multiple of %u up to %u", op,
-                              dims[i].name, dims[i].value, multiple, dims[i].limit);
-    }
-    if (s->top_k == 0 || s->top_k > s->num_experts || s->top_k > SY_MOE_MAX_TOP_K)
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape.top_k %u is outside 1..min(num_experts %u, %d)", op, s->top_k,
-                          s->num_experts, SY_MOE_MAX_TOP_K);
-    return SY_OK;
-}
-
 /* topk_ids int32 [T, k] and topk_weights f32 [T, k], contiguous. */
 static sy_status moe_gpu_check_topk(const char *op, const sy_tensor *ids, const sy_tensor *weights, int64_t T,
                                     uint32_t k, sy_error *err)
@@ -167,7 +143,7 @@ static sy_status moe_gpu_check_call(const char *op, const void *ctx, int needs_c
     if (!args || struct_size < want)
         return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than %s (%zu)", op,
                           args ? struct_size : 0u, args_type, want);
-    return moe_gpu_check_shape(op, shape, err);
+    return sy_moe_mxfp4_gpu_check_shape(op, shape, err);
 }
 
 /* The prepared buffer is read and written with 16-byte accesses. */
@@ -365,16 +341,6 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
     b.hidden_padded = d.hidden_padded;
     moe_gpu_bias_kernel<<<moe_gpu_grid_for(E * (2u * d.intermediate + d.hidden)), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(b);
     SY_GPU_CHECK_LAUNCH(err, "moe_gpu_bias_kernel");
-    return SY_OK;
-}
-
-extern "C" sy_status sy_moe_mxfp4_gpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err)
-{
-    sy_status st = moe_gpu_check_shape("moe prepared_bytes", shape, err);
-    if (st != SY_OK)
-        return st;
-    sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
-    *bytes = sy_moe_sections_of(&d).total;
     return SY_OK;
 }
 

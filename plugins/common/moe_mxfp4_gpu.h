@@ -28,6 +28,11 @@ enum { SY_MOE_MXFP4_GPU_MAX_EXPERTS = 1024, SY_MOE_MXFP4_GPU_MAX_DIM = 65536 };
 
 extern const sy_moe_ops sy_moe_mxfp4_gpu_ops;
 
+/* Host-only (moe_mxfp4_gpu_shape.c), in the front and the device library alike: the shape check of
+ * every op, and prepared_bytes, which is pure. */
+sy_status sy_moe_mxfp4_gpu_check_shape(const char *op, const sy_moe_shape *shape, sy_error *err);
+sy_status sy_moe_mxfp4_gpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err);
+
 /* ctx of one plugin instance; `gate_up_layout` is SY_MOE_GATE_UP_INTERLEAVE or _SEPARATED. */
 sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
 void sy_moe_mxfp4_gpu_fini(void *ctx);
@@ -36,13 +41,31 @@ void sy_moe_mxfp4_gpu_fini(void *ctx);
 }
 #endif
 
-/* Defines the caps, the descriptor and sy_plugin_entry of one GPU MXFP4 plugin (backend from the
- * build: SY_PLUGIN_BACKEND_NAME), with an init that binds `layout`. */
-#define SY_MOE_MXFP4_GPU_PLUGIN(plugin_name, layout, summary, plugin_rank)                                             \
+/* What differs between the two GPU libraries (sy_plugin_role.h): the device library binds the tile
+ * layout in its init and runs the ops; the front opens the device library in its init, forwards the
+ * ops and answers prepared_bytes itself. */
+#if defined(SY_PLUGIN_GPU_FRONT)
+#include "sy_gpu_front.h"
+#define SY_MOE_MXFP4_GPU_LIBRARY(plugin_name, layout)                                                                 \
+    SY_GPU_FRONT_INIT(moe_gpu_init, SY_KIND_MOE, plugin_name)                                                          \
+    SY_GPU_FRONT_MOE_OPS(moe_gpu_ops, sy_moe_mxfp4_gpu_prepared_bytes);
+#define SY_MOE_MXFP4_GPU_OPS moe_gpu_ops
+#define SY_MOE_MXFP4_GPU_FINI sy_gpu_front_fini
+#else
+#include "sy_plugin_role.h"
+#define SY_MOE_MXFP4_GPU_LIBRARY(plugin_name, layout)                                                                 \
     static sy_status moe_gpu_init(const sy_host_api *host, void **ctx, sy_error *err)                                  \
     {                                                                                                                  \
         return sy_moe_mxfp4_gpu_init(host, (layout), ctx, err);                                                        \
-    }                                                                                                                  \
+    }
+#define SY_MOE_MXFP4_GPU_OPS sy_moe_mxfp4_gpu_ops
+#define SY_MOE_MXFP4_GPU_FINI sy_moe_mxfp4_gpu_fini
+#endif
+
+/* Defines the caps, the descriptor and the entry point of one GPU MXFP4 plugin (backend from the
+ * build: SY_PLUGIN_BACKEND_NAME), in the front or the device library. */
+#define SY_MOE_MXFP4_GPU_PLUGIN(plugin_name, layout, summary, plugin_rank)                                             \
+    SY_MOE_MXFP4_GPU_LIBRARY(plugin_name, layout)                                                                      \
     static const sy_moe_caps caps = {.struct_size = sizeof(sy_moe_caps),                                               \
                                      .weight_format = SY_MOE_WEIGHTS_MXFP4,                                            \
                                      .gate_up_layout = (layout),                                                       \
@@ -62,12 +85,12 @@ void sy_moe_mxfp4_gpu_fini(void *ctx);
                                         .description = summary,                                                        \
                                         .rank = plugin_rank,                                                           \
                                         .caps = &caps,                                                                 \
-                                        .ops = &sy_moe_mxfp4_gpu_ops,                                                  \
+                                        .ops = &SY_MOE_MXFP4_GPU_OPS,                                                  \
                                         .init = moe_gpu_init,                                                          \
-                                        .fini = sy_moe_mxfp4_gpu_fini};                                                \
+                                        .fini = SY_MOE_MXFP4_GPU_FINI};                                                \
     static const sy_plugin_desc *const descriptors[] = {&desc, NULL};                                                  \
-    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);          \
-    SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)           \
+    SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor);          \
+    SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor)           \
     {                                                                                                                  \
         (void)host_abi_minor;                                                                                          \
         return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;                                                    \

@@ -2,12 +2,22 @@
  * that feeds a padded MXFP4 MoE). */
 #include "cpu.h"
 
+#include "sy_plugin_role.h"
+
 #if defined(SY_PLUGIN_BACKEND_GPU)
 /* The cuda and hip libraries: the same op and caps, run by gpu.cu. */
 #include "gpu.h"
-#define NORM_OPS sy_norm_rmsnorm_gpu_ops
 #define NORM_MAX_PAD SY_NORM_RMSNORM_GPU_MAX_PAD
 #define NORM_WHERE "on the GPU"
+#if defined(SY_PLUGIN_GPU_FRONT)
+#include "sy_gpu_front.h"
+SY_GPU_FRONT_INIT(norm_front_init, SY_KIND_NORM, "norm_rmsnorm")
+#define NORM_OPS sy_gpu_front_norm_ops
+#define NORM_INIT norm_front_init
+#define NORM_FINI sy_gpu_front_fini
+#else
+#define NORM_OPS sy_norm_rmsnorm_gpu_ops
+#endif
 #else
 #define NORM_OPS sy_norm_rmsnorm_cpu_ops
 #define NORM_MAX_PAD SY_NORM_RMSNORM_CPU_MAX_PAD
@@ -33,12 +43,16 @@ static const sy_plugin_desc desc = {
     .rank = 0,
     .caps = &caps,
     .ops = &NORM_OPS,
+#if defined(NORM_INIT)
+    .init = NORM_INIT,
+    .fini = NORM_FINI,
+#endif
 };
 
 static const sy_plugin_desc *const descriptors[] = {&desc, NULL};
 
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor);
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor)
 {
     (void)host_abi_minor;
     return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;

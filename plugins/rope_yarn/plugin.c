@@ -3,7 +3,15 @@
 #include "cpu.h"
 #include "kv_store_cpu.h"
 
-#ifdef SY_PLUGIN_BACKEND_GPU
+#include "sy_plugin_role.h"
+
+#if defined(SY_PLUGIN_GPU_FRONT)
+#include "sy_gpu_front.h"
+SY_GPU_FRONT_INIT(rope_yarn_front_init, SY_KIND_ROPE, "rope_yarn")
+#define ROPE_YARN_OPS sy_gpu_front_rope_ops
+#define ROPE_YARN_INIT rope_yarn_front_init
+#define ROPE_YARN_FINI sy_gpu_front_fini
+#elif defined(SY_PLUGIN_BACKEND_GPU)
 /* gpu.cu: the same ops and caps on the device. */
 extern const sy_rope_ops sy_rope_yarn_gpu_ops;
 sy_status sy_rope_yarn_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
@@ -46,8 +54,8 @@ static const sy_plugin_desc desc = {
 
 static const sy_plugin_desc *const descriptors[] = {&desc, NULL};
 
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor);
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor)
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor);
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_abi_major, uint32_t host_abi_minor)
 {
     (void)host_abi_minor;
     return host_abi_major == SY_ABI_MAJOR ? descriptors : NULL;

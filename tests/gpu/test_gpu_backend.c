@@ -382,7 +382,13 @@ END_TEST
  * with and without bias, output poisoned with NaN before the run. */
 START_TEST(test_fixture_on_device)
 {
-    const sy_linear_ops *ops = fixture(SY_TEST_GPU_BACKEND)->ops;
+    const sy_plugin_desc *d = fixture(SY_TEST_GPU_BACKEND);
+    const sy_linear_ops *ops = d->ops;
+    /* The GPU front opens its device library in init (plugins/common/sy_gpu_front.h). */
+    void *fixture_ctx = NULL;
+    sy_error init_err = {{0}};
+    if (d->init)
+        ck_assert_msg(d->init(NULL, &fixture_ctx, &init_err) == SY_OK, "fixture init: %s", init_err.msg);
     sy_rng rng = {sy_test_seed()};
     for (int with_bias = 0; with_bias < 2; with_bias++) {
         const int64_t m_rows = 17 + sy_rng_below(&rng, 40), n_cols = 33 + sy_rng_below(&rng, 60);
@@ -421,7 +427,7 @@ START_TEST(test_fixture_on_device)
         if (with_bias)
             a.b = sy_tensor_contiguous(db, SY_DTYPE_F32, 1, bs);
         sy_error err = {{0}};
-        ck_assert_msg(ops->linear(NULL, NULL, &a, &err) == SY_OK, "linear: %s", err.msg);
+        ck_assert_msg(ops->linear(fixture_ctx, NULL, &a, &err) == SY_OK, "linear: %s", err.msg);
         copy_sync(y, dy, y_n * sizeof *y, SY_MEMCPY_D2H);
         double rel = sy_rel_l2_f32(y, ref, y_n);
         ck_assert_msg(rel < 1e-5, "M=%lld N=%lld K=%lld bias=%d: rel L2 %g", (long long)m_rows, (long long)n_cols,
@@ -436,6 +442,8 @@ START_TEST(test_fixture_on_device)
         free(y);
         free(ref);
     }
+    if (d->fini)
+        d->fini(fixture_ctx);
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 /* Descriptor of the gpu_linear_fixture test plugin, y = x W^T + b in f32. The same file is compiled for
- * every backend; SY_PLUGIN_BACKEND_NAME (set by sy_add_plugin) names the backend, and the op comes
- * from cpu.c or gpu.cu accordingly. */
+ * every library (sy_plugin_role.h); SY_PLUGIN_BACKEND_NAME (set by sy_add_plugin) names the backend,
+ * and the op comes from cpu.c, gpu.cu or, in the GPU front, the forwarder to gpu.cu. */
 #include <stdio.h>
 
 #include "gpu_linear_fixture.h"
@@ -63,9 +63,31 @@ static const sy_linear_caps fixture_caps = {
     .has_bias = 1,
 };
 
+#if defined(SY_PLUGIN_GPU_FRONT)
+/* The GPU front (sy_gpu_front.h): the host-side check runs here, before init too; the op itself is
+ * in the device library that init opens. */
+#include "sy_gpu_front.h"
+
+static sy_status fixture_front_run(void *ctx, sy_stream stream, const sy_linear_args *a, sy_error *err)
+{
+    sy_status st = gpu_linear_fixture_check(a, err);
+    return st != SY_OK ? st : sy_gpu_front_linear_ops.linear(ctx, stream, a, err);
+}
+
+SY_GPU_FRONT_INIT(fixture_front_init, SY_KIND_LINEAR, "gpu_linear_fixture")
+#define FIXTURE_RUN fixture_front_run
+#define FIXTURE_INIT fixture_front_init
+#define FIXTURE_FINI sy_gpu_front_fini
+#else
+#include "sy_plugin_role.h"
+#define FIXTURE_RUN gpu_linear_fixture_run
+#define FIXTURE_INIT NULL
+#define FIXTURE_FINI NULL
+#endif
+
 static const sy_linear_ops fixture_ops = {
     .struct_size = sizeof(sy_linear_ops),
-    .linear = gpu_linear_fixture_run,
+    .linear = FIXTURE_RUN,
 };
 
 static const sy_plugin_desc fixture_desc = {
@@ -80,12 +102,14 @@ static const sy_plugin_desc fixture_desc = {
     .rank = -1000, /* never preferred, even when a search path reaches it */
     .caps = &fixture_caps,
     .ops = &fixture_ops,
+    .init = FIXTURE_INIT,
+    .fini = FIXTURE_FINI,
 };
 
 static const sy_plugin_desc *const fixture_list[] = {&fixture_desc, NULL};
 
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_major, uint32_t host_minor);
-SY_EXPORT const sy_plugin_desc *const *sy_plugin_entry(uint32_t host_major, uint32_t host_minor)
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_major, uint32_t host_minor);
+SY_EXPORT const sy_plugin_desc *const *SY_PLUGIN_ENTRY(uint32_t host_major, uint32_t host_minor)
 {
     (void)host_minor;
     return host_major == SY_ABI_MAJOR ? fixture_list : NULL;
