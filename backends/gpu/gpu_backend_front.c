@@ -1,8 +1,8 @@
 /* The front of the cuda and hip backends (plugins/common/sy_device_library.h says why a GPU module
- * is two libraries): plain C, no GPU runtime. probe checks for the vendor's driver device node
- * first, so a scan on a machine without that GPU never loads the runtime; with the driver present it
- * opens the device library (backends/gpu/gpu_backend.c, in <plugins>/<vendor>/) and returns that
- * backend's probe. Every other member forwards to the device backend, whose ctx, streams and events
+ * is two libraries): plain C, no GPU runtime. probe and init check for the vendor's driver device
+ * node first, so a scan (or an init) on a machine without that GPU never loads the runtime; with the
+ * driver present they open the device library (backends/gpu/gpu_backend.c, in <plugins>/<vendor>/)
+ * and return that backend's probe or init. Every other member forwards to the device backend, whose ctx, streams and events
  * pass through untouched (they are the runtime's own handles, as gpu_runtime.h says). Before the
  * device library is open (no probe, no init yet), calls fail with a message and void calls do
  * nothing. */
@@ -76,6 +76,12 @@ static int32_t front_probe(char *reason, size_t reason_len)
 static sy_status front_init(int32_t device, void **ctx, sy_error *err)
 {
     *ctx = NULL;
+    char reason[160];
+    if (!driver_present(reason, sizeof reason)) {
+        if (err)
+            snprintf(err->msg, sizeof err->msg, "%s backend: %s", SY_GPU_BACKEND_NAME, reason);
+        return SY_E_BACKEND;
+    }
     const sy_backend_desc *d = open_device(err);
     return d ? d->init(device, ctx, err) : SY_E_IO;
 }

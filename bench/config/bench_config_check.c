@@ -3,7 +3,11 @@
  * of load + registry + compose in-process (CLOCK_PROCESS_CPUTIME_ID). Medians over many runs.
  * The target is 20 ms of CPU for the command. Where the time goes: the CPU cost of loading each
  * library on the search path on its own (dlopen, plus probe for backends) in a fresh process, and
- * of a process that loads nothing. */
+ * of a process that loads nothing. GPU modules are a front (scanned) and a device library in
+ * <plugins>/<vendor>/ that the front opens only at a plugin's init or a backend's probe with the
+ * driver present (backends/gpu/README.md): the device libraries' own load cost is listed apart,
+ * as what a GPU run pays and a scan does not. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
@@ -148,6 +152,41 @@ static double load_cost_ms(const char *file)
     return best;
 }
 
+static const char *const gpu_vendors[] = {"cuda", "hip"};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The device libraries in dir/vendor (never scanned), in name order: "<vendor>/<file>": CPU of
+ * loading it alone. */
+static void json_device_libraries(FILE *f, const char *dir, const char *vendor, int *first)
+{
+    char folder[2048];
+    snprintf(folder, sizeof folder, "%s/%s", dir, vendor);
+    DIR *d = opendir(folder);
+    if (!d)
+        return;
+    char *names[256];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < sizeof names / sizeof names[0]) {
+        size_t len = strlen(de->d_name);
+        if (len > 10 && strcmp(de->d_name + len - 10, "_device.so") == 0)
+            names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmp_name);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", folder, names[i]);
+        fprintf(f, "%s\n    \"%s/%s\": %.3f", *first ? "" : ",", vendor, names[i], load_cost_ms(path));
+        *first = 0;
+        free(names[i]);
+    }
+}
+
 static void json_load_costs(FILE *f)
 {
     sy_registry_options o = {0};
@@ -167,6 +206,11 @@ static void json_load_costs(FILE *f)
             fprintf(f, "%s\n    \"%s\": %.3f", first ? "" : ",", base ? base + 1 : file, load_cost_ms(file));
             first = 0;
         }
+        fprintf(f, "\n  },\n  \"device_library_load_cpu_ms\": {");
+        first = 1;
+        for (size_t d = 0; d < sy_registry_search_dir_count(reg); d++)
+            for (size_t v = 0; v < sizeof gpu_vendors / sizeof gpu_vendors[0]; v++)
+                json_device_libraries(f, sy_registry_search_dir(reg, d), gpu_vendors[v], &first);
         sy_registry_close(reg);
     }
     fprintf(f, "\n  },\n");

@@ -4,8 +4,9 @@
  * - Every front (libsy_*_cuda.so, libsy_*_hip.so, the backends' included) needs nothing beyond the C
  *   library (its ELF DT_NEEDED list) and holds no device code (no fatbin section); its device
  *   library, the control, has both.
- * - The registry loads every front; with no driver node the GPU backends probe 0 with the driver
- *   reason; no device library, GPU runtime or BLAS of a front is in the process afterwards.
+ * - The registry loads every front; with no driver node the GPU backends probe 0 (and refuse init)
+ *   with the driver reason; no device library, GPU runtime or BLAS of a front is in the process
+ *   afterwards.
  * - Ops before init fail with a message, pure functions (kv geometry, moe prepared_bytes) answer
  *   before init with the cpu plugins' values, and init is what loads the device library.
  * - A device library writable by group or others, in such a folder, owned by another user, or
@@ -305,9 +306,20 @@ START_TEST(scan_loads_fronts_only)
             continue; /* a machine with this GPU's driver: the probe opened the device backend */
         }
         ck_assert_int_eq(b->probe_score, 0);
+        const char *reason = NULL;
         for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
             if (strcmp(drivers[i].vendor, vendors[v]) == 0)
-                ck_assert_str_eq(b->probe_reason, drivers[i].reason);
+                reason = drivers[i].reason;
+        ck_assert_str_eq(b->probe_reason, reason);
+        /* Asked anyway: init gives the same reason, and calls before init are refused. */
+        void *ctx = NULL, *ptr = NULL;
+        sy_error err = {{0}};
+        ck_assert_int_eq(b->backend->init(0, &ctx, &err), SY_E_BACKEND);
+        ck_assert_msg(strstr(err.msg, reason) != NULL, "init: '%s' lacks '%s'", err.msg, reason);
+        ck_assert_ptr_null(ctx);
+        ck_assert_int_eq(b->backend->alloc(NULL, 64, &ptr, &err), SY_E_INVALID);
+        ck_assert_msg(strstr(err.msg, "alloc called before init") != NULL, "alloc: %s", err.msg);
+        b->backend->free(NULL, ptr);
     }
     /* A plugin's device library is opened by its init only, whatever the machine. */
     expect_no_plugin_device_library("the scan");
