@@ -2,8 +2,8 @@
  * whose numbers hold together (order statistics, rates over the median, floors from the copy
  * bandwidth of the same run) and whose byte and FLOP counts equal the formulas of each op written
  * again here from the shape the case reports; --list names every case, --case filters, bad
- * arguments exit 2, a missing backend exits 3, and a plugin whose caps do not cover a case makes it
- * not-supported with the reason. The timing and rotation helpers are checked on known values. */
+ * arguments exit 2, a missing backend exits 3, a plugin whose caps do not cover a case makes it
+ * not-supported with the reason, and one whose calls fail makes its cases errors and the exit 1. The timing and rotation helpers are checked on known values. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -443,7 +443,8 @@ END_TEST
  * of the bench (bf16 q, sinks) is beyond them. */
 START_TEST(caps_that_do_not_cover_a_case_make_it_not_supported)
 {
-    const char *args[] = {"--backend", "cpu", "--quick", "--plugin-path", SY_BENCH_FIXTURE_DIR, "--case", "decode.", NULL};
+    const char *args[] = {"--backend", "cpu", "--quick", "--plugin-path", SY_BENCH_FIXTURE_ROOT "/narrow_attention",
+                          "--case", "decode.", NULL};
     bench_run r;
     run_bench(args, &r);
     expect_exit(&r.proc, 0, "bench with a narrowed attention plugin");
@@ -463,6 +464,36 @@ START_TEST(caps_that_do_not_cover_a_case_make_it_not_supported)
         ck_assert(is_null(&d, c, "median_us") && is_null(&d, c, "floor_us"));
     }
     ck_assert_msg(strstr(r.proc.out, "0 ok, 10 not supported, 0 failed"), "summary:\n%s", r.proc.out);
+    json_doc_free(&d);
+    bench_run_free(&r);
+}
+END_TEST
+
+/* A plugin whose calls fail: its cases are errors with its message, the others still run, the
+ * report is still written, and the exit status says a case failed. */
+START_TEST(a_failing_plugin_makes_its_cases_errors_and_exits_one)
+{
+    const char *args[] = {"--backend", "cpu", "--quick", "--plugin-path", SY_BENCH_FIXTURE_ROOT "/failing_attention",
+                          "--case", ".B1.", NULL};
+    bench_run r;
+    run_bench(args, &r);
+    expect_exit(&r.proc, 1, "bench with a failing attention plugin");
+    ck_assert_msg(r.json != NULL, "no report although the run completed");
+    json_doc d;
+    json_doc_parse(&d, r.json);
+    static const char *const names[] = {"decode.nhd.bf16.B1.ctx32768", "decode.vectorized_5d.bf16.B1.ctx32768",
+                                        "prefill.B1.L8192.nowindow", "prefill.B1.L8192.window128"};
+    yaml_node_t *cases = json_member(&d, json_root(&d), "cases");
+    ck_assert_uint_eq(json_length(cases), 4);
+    for (size_t i = 0; i < 4; i++) {
+        yaml_node_t *c = find_case(&d, names[i]);
+        const char *reason = json_text(&d, c, "reason");
+        ck_assert_str_eq(json_text(&d, c, "status"), "error");
+        ck_assert_msg(reason && strstr(reason, "fixture: planted launch failure"), "%s: reason '%s'", names[i],
+                      reason ? reason : "");
+        ck_assert(is_null(&d, c, "median_us"));
+    }
+    ck_assert_msg(strstr(r.proc.out, "0 ok, 0 not supported, 4 failed"), "summary:\n%s", r.proc.out);
     json_doc_free(&d);
     bench_run_free(&r);
 }
@@ -528,6 +559,7 @@ int main(void)
     tcase_add_test(cli, bad_arguments_exit_two);
     tcase_add_test(cli, missing_backend_exits_three);
     tcase_add_test(cli, caps_that_do_not_cover_a_case_make_it_not_supported);
+    tcase_add_test(cli, a_failing_plugin_makes_its_cases_errors_and_exits_one);
     suite_add_tcase(s, cli);
     TCase *units = tcase_create("helpers");
     tcase_add_test(units, percentiles_interpolate_between_ranks);
