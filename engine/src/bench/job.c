@@ -1,5 +1,6 @@
 #include "bench/job.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,4 +250,10 @@ sy_bench_heads sy_bench_job_heads(const sy_bench_job *j)
 {
     sy_bench_heads h = {j->run->model.q_heads, j->run->model.kv_heads, j->run->model.head_dim};
     return h;
+}
+
+float sy_bench_job_softmax_scale(const sy_bench_job *j)
+{
+    const sy_model_dims *m = &j->run->model;
+    return m->attn_scale > 0 ? m->attn_scale : (float)(1.0 / sqrt((double)m->head_dim));
 }

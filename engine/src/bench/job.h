@@ -79,8 +79,9 @@ int sy_bench_job_time(sy_bench_job *j, sy_bench_call_fn call, void *user, uint32
 void sy_bench_job_traffic(sy_bench_job *j, sy_bench_traffic t);
 void sy_bench_job_shape(sy_bench_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* gpt-oss-120b's attention heads. */
+/* gpt-oss-120b's attention heads, and its softmax scale (1 / sqrt(head dim)). */
 sy_bench_heads sy_bench_job_heads(const sy_bench_job *j);
+float sy_bench_job_softmax_scale(const sy_bench_job *j);
 
 /* The op modules. */
 void sy_bench_op_decode(sy_bench_job *j);

@@ -1,7 +1,6 @@
 /* attention cases: decode_paged over a paged pool and prefill_linear over contiguous K/V, bf16 q
  * with gpt-oss's sinks and softmax scale, the plugin's own split count (num_splits 0). Every call
  * passes the host checks the engine runs before it (calls/checks.h) once per input copy. */
-#include <math.h>
 #include <string.h>
 
 #include "bench/paging.h"
@@ -12,12 +11,6 @@ enum { BF16 = SY_DTYPE_BF16, FP8 = SY_DTYPE_FP8_E4M3, I32 = SY_DTYPE_I32, F32 = 
 
 /* fp8 pools hold codes of 0.5 .. 3.75 (device_data.h); the scale brings K and V to below one. */
 static const float FP8_KV_SCALE = 0.25f;
-
-static float softmax_scale(const sy_bench_job *j)
-{
-    const sy_model_dims *m = &j->run->model;
-    return m->attn_scale > 0 ? m->attn_scale : (float)(1.0 / sqrt((double)m->head_dim));
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* decode_paged */
@@ -58,7 +51,7 @@ void sy_bench_op_decode(sy_bench_job *j)
     a.block_tables = sy_t2(NULL, I32, B, max_blocks);
     a.context_lens = sy_t1(NULL, I32, B);
     a.sinks = sy_t1(NULL, F32, h.q_heads);
-    a.scale = softmax_scale(j);
+    a.scale = sy_bench_job_softmax_scale(j);
     a.window = window;
     a.k_scale = a.v_scale = kv == FP8 ? FP8_KV_SCALE : 1.0f;
     a.num_splits = 0;
@@ -140,7 +133,7 @@ void sy_bench_op_prefill(sy_bench_job *j)
     a.cu_seqlens_q = sy_t1(NULL, I32, B + 1);
     a.cu_seqlens_k = sy_t1(NULL, I32, B + 1);
     a.sinks = sy_t1(NULL, F32, h.q_heads);
-    a.scale = softmax_scale(j);
+    a.scale = sy_bench_job_softmax_scale(j);
     a.causal = 1;
     a.window = s->window;
     a.k_scale = a.v_scale = 1.0f;

@@ -3,7 +3,6 @@
  * reads prefix + chunk back to linear K/V and prefill_linear attends the chunk's queries to them
  * (causal, sinks). Three cases time the gather alone, the prefill alone (over linear K/V as the
  * gather leaves them, the same for every layout) and the two back to back as one call. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,7 +91,7 @@ void sy_bench_op_extend(sy_bench_job *j)
     a.cu_seqlens_q = sy_t1(NULL, I32, 2);
     a.cu_seqlens_k = sy_t1(NULL, I32, 2);
     a.sinks = sy_t1(NULL, F32, h.q_heads);
-    a.scale = (float)(1.0 / sqrt((double)h.head_dim));
+    a.scale = sy_bench_job_softmax_scale(j);
     a.causal = 1;
     a.k_scale = a.v_scale = 1.0f;
     if (gathers && !sy_bench_job_check(j, "kv_layout caps", sy_check_kv_gather_caps(kv_plugin, &g, &err), &err))
