@@ -56,6 +56,7 @@ sy_status sy_kv_cache_init(sy_kv_cache *c, uint32_t page_size, uint32_t window, 
     }
     if (window)
         c->slot_map = sy_xcalloc((size_t)full_pages * page_size, sizeof(int32_t));
+    c->slot_map_dirty = c->tables_dirty = 1;
     return SY_OK;
 }
 
@@ -111,6 +112,7 @@ sy_status sy_kv_cache_reserve(sy_kv_cache *c, uint32_t s, uint32_t new_len, sy_e
         q->full[q->n_pages] = full;
         q->swa[q->n_pages] = swa;
         q->n_pages++;
+        c->tables_dirty = 1;
     }
     return SY_OK;
 }
@@ -126,7 +128,15 @@ void sy_kv_cache_release_window(sy_kv_cache *c, uint32_t s, uint32_t first_neede
         pool_release(&c->swa, q->swa[j]);
         map_page(c, q->full[j], 0);
         q->swa[j] = 0;
+        c->tables_dirty = 1;
     }
+}
+
+sy_status sy_kv_cache_advance(sy_kv_cache *c, uint32_t s, uint32_t start, uint32_t n, sy_error *err)
+{
+    if (c->window && start + 1 > c->window)
+        sy_kv_cache_release_window(c, s, start + 1 - c->window);
+    return sy_kv_cache_reserve(c, s, start + n, err);
 }
 
 void sy_kv_cache_block_table(const sy_kv_cache *c, int swa, int32_t *out)

@@ -32,6 +32,7 @@ typedef struct sy_kv_cache {
     uint32_t n_seq;
     int32_t *slot_map;      /* full slot -> swa slot (0 = freed), full.num_pages * page_size entries */
     int slot_map_dirty;
+    int tables_dirty;       /* a page table changed since the engine last uploaded them */
 } sy_kv_cache;
 
 /* max_tokens_per_seq bounds the page tables; full_pages / swa_pages size the pools (padding page
@@ -47,6 +48,12 @@ sy_status sy_kv_cache_reserve(sy_kv_cache *c, uint32_t s, uint32_t new_len, sy_e
 /* Return the swa pages of sequence s that hold no position >= first_needed (the oldest key a
  * query from now on can see: next position - window + 1). */
 void sy_kv_cache_release_window(sy_kv_cache *c, uint32_t s, uint32_t first_needed);
+
+/* Before a forward of n tokens of sequence s from position start: the sliding pages no query of
+ * it can see go back to the pool, then positions up to start + n are reserved. The one rule a
+ * prefill chunk, a decode step and a synthetic context all follow, so that they leave the same
+ * pages behind. */
+sy_status sy_kv_cache_advance(sy_kv_cache *c, uint32_t s, uint32_t start, uint32_t n, sy_error *err);
 
 static inline int32_t sy_kv_cache_full_slot(const sy_kv_cache *c, uint32_t s, uint32_t pos)
 {
