@@ -21,6 +21,7 @@ static const char *const gate_up_layouts[] = {"interleave", "separated", NULL};
 static const char *const weight_formats[] = {"mxfp4", "bf16", NULL};
 /* Index = sy_model_dims.swa_even_layers. */
 static const char *const sliding_layers[] = {"all", "even", NULL};
+static const char *const contexts[] = {"prefill", "synthetic", NULL};
 
 /* Model dimensions default to the preset's. */
 static int from_preset(const sy_config *c, const sy_cfg_key *k, char *text, size_t len, char *why, size_t why_len,
@@ -156,6 +157,10 @@ static const sy_cfg_key keys[] = {
      .doc = "tokens generated per sequence (greedy)"},
     {.name = "workload.prefill_chunk", .type = SY_CFG_INT, .min = 0, .max = 16777216, .def = "32",
      .doc = "prompt tokens per prefill step (chunked prefill); 0 = the whole prompt in one step"},
+    {.name = "workload.context", .type = SY_CFG_ENUM, .choices = contexts, .def = "prefill",
+     .doc = "how each sequence's input_len tokens of context are made: prefill = the seeded prompt run through "
+            "the model (TTFT measured), synthetic = seeded K/V written straight into the pools and page tables as "
+            "a prefill in chunks of prefill_chunk leaves them, no prefill run (decode only; TTFT not measured)"},
     {.name = "workload.warmup", .type = SY_CFG_INT, .min = 0, .max = 10000, .def = "1",
      .doc = "untimed repetitions before measuring"},
     {.name = "workload.repeat", .type = SY_CFG_INT, .min = 1, .max = 100000, .def = "3",

@@ -35,6 +35,7 @@ typedef struct sy_plan {
     uint32_t batch, input_len, output_len, prefill_chunk;
     uint32_t warmup, repeat;
     uint64_t token_seed;
+    int synthetic_context;    /* 1: seeded K/V in the pools instead of a prefill (model/context.h) */
     int per_op_timing;
 } sy_plan;
 
@@ -45,8 +46,17 @@ typedef struct sy_engine sy_engine;
 typedef void (*sy_checkpoint_fn)(void *user, uint32_t step, uint32_t layer, const float *data, uint32_t rows,
                                  uint32_t cols);
 
+/* What the engine moved between host and device and how often it waited for the device. */
+typedef struct sy_transfer_counts {
+    uint64_t h2d_copies, h2d_bytes;
+    uint64_t d2h_copies, d2h_bytes;
+    uint64_t syncs; /* stream and event synchronizations */
+} sy_transfer_counts;
+
 typedef struct sy_run_metrics {
-    double ttft_ms;              /* prefill of the whole batch through the first generated token */
+    /* Prefill of the whole batch through the first generated token. NaN (not measured) for a
+     * synthetic context, which runs no prefill; so is prefill_tok_per_s. */
+    double ttft_ms;
     double tpot_median_ms, tpot_p90_ms;
     double prefill_tok_per_s, decode_tok_per_s;
     double total_ms;
@@ -59,6 +69,8 @@ typedef struct sy_run_metrics {
     uint32_t *tokens;            /* batch x output_len generated ids (owned by the engine) */
     uint32_t n_steps;
     double *step_ms;             /* decode step times of the last repetition (owned by the engine) */
+    sy_transfer_counts decode_transfers; /* summed over the measured decode steps */
+    uint32_t decode_steps_measured;      /* steps those counts cover */
 } sy_run_metrics;
 
 sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err);

@@ -69,6 +69,7 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->warmup = u32(cfg, "workload.warmup");
     p->repeat = u32(cfg, "workload.repeat");
     p->token_seed = (uint64_t)sy_config_int(cfg, "workload.seed");
+    p->synthetic_context = strcmp(sy_config_str(cfg, "workload.context"), "synthetic") == 0;
     p->per_op_timing = sy_config_bool(cfg, "report.per_op");
     p->pool_tokens = u32(cfg, "kv_cache.pool_tokens");
     p->swa_pool_tokens = u32(cfg, "kv_cache.swa_pool_tokens");
