@@ -164,41 +164,57 @@ static double stored(double x, int32_t kv_dtype)
 void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, uint32_t fresh_len, int32_t kv_dtype,
                    double *logits)
 {
+    sy_ref_logits_after(m, NULL, tokens, n, fresh_len, kv_dtype, logits);
+}
+
+void sy_ref_logits_after(const sy_ref_model *m, const sy_ref_context *ctx, const uint32_t *tokens, uint32_t n,
+                         uint32_t fresh_len, int32_t kv_dtype, double *logits)
+{
     const sy_model_dims *d = &m->d;
     uint32_t H = d->hidden, D = d->head_dim, Hq = d->q_heads, Hkv = d->kv_heads, V = d->vocab;
     uint32_t qd = Hq * D, kvd = Hkv * D, group = Hq / Hkv;
+    uint32_t c0 = ctx ? ctx->len : 0, total = c0 + n; /* token i sits at position c0 + i */
     double scale = d->attn_scale ? d->attn_scale : 1.0 / sqrt((double)D);
     double *x = calloc((size_t)n * H, sizeof(double)), *t = calloc(H > qd ? H : qd, sizeof(double));
-    double *q = calloc((size_t)n * qd, sizeof(double)), *k = calloc((size_t)n * kvd, sizeof(double));
-    double *v = calloc((size_t)n * kvd, sizeof(double)), *att = calloc(qd, sizeof(double));
-    double *ks = calloc((size_t)n * kvd, sizeof(double)), *vs = calloc((size_t)n * kvd, sizeof(double));
-    double *o = calloc(H, sizeof(double)), *p = calloc(n, sizeof(double));
+    double *q = calloc((size_t)n * qd, sizeof(double)), *k = calloc((size_t)total * kvd, sizeof(double));
+    double *v = calloc((size_t)total * kvd, sizeof(double)), *att = calloc(qd, sizeof(double));
+    double *ks = calloc((size_t)total * kvd, sizeof(double)), *vs = calloc((size_t)total * kvd, sizeof(double));
+    double *o = calloc(H, sizeof(double)), *p = calloc(total, sizeof(double));
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t c = 0; c < H; c++)
             x[(size_t)i * H + c] = bf(m->g.embed[(uint64_t)tokens[i] * H + c]);
     for (uint32_t l = 0; l < d->layers; l++) {
         const sy_host_layer *L = &m->layer[l];
         int sliding = sy_layer_is_sliding(d, l);
+        /* The context's K/V are what the pool holds: already rotated, already in the store dtype. */
+        for (uint32_t j = 0; j < c0; j++)
+            for (uint32_t c = 0; c < kvd; c++) {
+                size_t at = (size_t)j * kvd + c;
+                k[at] = ks[at] = stored(ctx->value(ctx->user, l, 0, j, c), kv_dtype);
+                v[at] = vs[at] = stored(ctx->value(ctx->user, l, 1, j, c), kv_dtype);
+            }
         for (uint32_t i = 0; i < n; i++) {
+            uint32_t pos = c0 + i;
             rmsnorm(x + (size_t)i * H, L->attn_norm, H, d->rms_eps, t);
             matvec(L->q_w, L->q_b, qd, H, t, q + (size_t)i * qd);
-            matvec(L->k_w, L->k_b, kvd, H, t, k + (size_t)i * kvd);
-            matvec(L->v_w, L->v_b, kvd, H, t, v + (size_t)i * kvd);
-            rope(m, q + (size_t)i * qd, Hq, i);
-            rope(m, k + (size_t)i * kvd, Hkv, i);
+            matvec(L->k_w, L->k_b, kvd, H, t, k + (size_t)pos * kvd);
+            matvec(L->v_w, L->v_b, kvd, H, t, v + (size_t)pos * kvd);
+            rope(m, q + (size_t)i * qd, Hq, pos);
+            rope(m, k + (size_t)pos * kvd, Hkv, pos);
             for (uint32_t c = 0; c < kvd; c++) {
-                ks[(size_t)i * kvd + c] = stored(k[(size_t)i * kvd + c], kv_dtype);
-                vs[(size_t)i * kvd + c] = stored(v[(size_t)i * kvd + c], kv_dtype);
+                ks[(size_t)pos * kvd + c] = stored(k[(size_t)pos * kvd + c], kv_dtype);
+                vs[(size_t)pos * kvd + c] = stored(v[(size_t)pos * kvd + c], kv_dtype);
             }
         }
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t lo = sliding && i + 1 > d->sliding_window ? i + 1 - d->sliding_window : 0;
+            uint32_t pos = c0 + i;
+            uint32_t lo = sliding && pos + 1 > d->sliding_window ? pos + 1 - d->sliding_window : 0;
             const double *K = i < fresh_len ? k : ks, *Vv = i < fresh_len ? v : vs;
             for (uint32_t h = 0; h < Hq; h++) {
                 const double *qi = q + (size_t)i * qd + (size_t)h * D;
                 uint32_t kh = h / group;
                 double mx = d->has_sinks ? bf(L->sinks[h]) : -INFINITY;
-                for (uint32_t j = lo; j <= i; j++) {
+                for (uint32_t j = lo; j <= pos; j++) {
                     double s = 0;
                     for (uint32_t c = 0; c < D; c++)
                         s += qi[c] * K[(size_t)j * kvd + (size_t)kh * D + c];
@@ -207,11 +223,11 @@ void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, ui
                         mx = p[j];
                 }
                 double den = d->has_sinks ? exp(bf(L->sinks[h]) - mx) : 0;
-                for (uint32_t j = lo; j <= i; j++)
+                for (uint32_t j = lo; j <= pos; j++)
                     den += (p[j] = exp(p[j] - mx));
                 for (uint32_t c = 0; c < D; c++) {
                     double s = 0;
-                    for (uint32_t j = lo; j <= i; j++)
+                    for (uint32_t j = lo; j <= pos; j++)
                         s += p[j] * Vv[(size_t)j * kvd + (size_t)kh * D + c];
                     att[(size_t)h * D + c] = s / den;
                 }

@@ -19,4 +19,17 @@ void sy_ref_destroy(sy_ref_model *m);
 void sy_ref_logits(const sy_ref_model *m, const uint32_t *tokens, uint32_t n, uint32_t fresh_len, int32_t kv_dtype,
                    double *logits);
 
+/* K/V of positions 0 .. len - 1 given instead of computed (a synthetic context): value(user, layer,
+ * is_v, position, h * head_dim + d), as the pool holds them (after RoPE). */
+typedef struct sy_ref_context {
+    uint32_t len;
+    double (*value)(void *user, uint32_t layer, int is_v, uint32_t pos, uint32_t c);
+    void *user;
+} sy_ref_context;
+
+/* As sy_ref_logits for n tokens at positions ctx->len .. ctx->len + n - 1 that follow the given
+ * context (ctx NULL: none); logits of every one of them. */
+void sy_ref_logits_after(const sy_ref_model *m, const sy_ref_context *ctx, const uint32_t *tokens, uint32_t n,
+                         uint32_t fresh_len, int32_t kv_dtype, double *logits);
+
 #endif

@@ -1,13 +1,19 @@
 /* The engine's forward against the double-precision reference, and the equivalences the composition
- * promises: layouts, MoE tile layouts and the fused pad change nothing but speed. */
+ * promises: layouts, MoE tile layouts and the fused pad change nothing but speed. Synthetic contexts
+ * against the same reference given their K/V, and what one decode step moves between host and
+ * device. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/context.h"
 #include "model/engine.h"
+#include "model/engine_impl.h"
+#include "model/steps.h"
 #include "ref_forward.h"
+#include "sy_synth.h"
 #include "sy_test.h"
 
 static sy_registry *reg;
@@ -61,6 +67,8 @@ typedef struct variant {
     int32_t kv_dtype;
     uint32_t batch, input_len, output_len, chunk;
     uint32_t pool_tokens;
+    int synthetic; /* workload.context synthetic */
+    int per_op;    /* report.per_op */
 } variant;
 
 static const sy_registry_entry *need(int32_t kind, const char *name)
@@ -96,6 +104,8 @@ static sy_plan make_plan(const variant *v, uint64_t seed)
     p.prefill_chunk = v->chunk;
     p.repeat = 1;
     p.token_seed = seed ^ 0x5EED;
+    p.synthetic_context = v->synthetic;
+    p.per_op_timing = v->per_op;
     return p;
 }
 
@@ -201,14 +211,14 @@ static void run_and_check(const variant *v, double tol)
 
 START_TEST(prefill_only_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
 START_TEST(prefill_and_decode_match_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -218,7 +228,7 @@ END_TEST
  * element. Most rows still agree to 1e-6; over 26 seeds the largest was 3.3e-3. */
 START_TEST(bf16_kv_matches_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0};
     run_and_check(&v, 2e-2);
 }
 END_TEST
@@ -227,7 +237,7 @@ static const uint32_t chunks[] = {1, 7, 0};
 
 START_TEST(chunked_prefill_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0};
+    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -251,7 +261,8 @@ static void assert_identical(const variant *a, const variant *b)
 
 START_TEST(nhd_and_vectorized_5d_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0};
+    /* _i 1: over a synthetic context, which both layouts must hold alike. */
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0};
     variant b = a;
     b.kv = "kv_vectorized_5d";
     assert_identical(&a, &b);
@@ -260,7 +271,7 @@ END_TEST
 
 START_TEST(interleave_and_separated_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0};
     variant b = a;
     b.moe = "moe_mxfp4_separated";
     assert_identical(&a, &b);
@@ -269,7 +280,7 @@ END_TEST
 
 START_TEST(fuse_pad_on_and_off_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0};
     variant b = a;
     b.pad = 256;
     assert_identical(&a, &b);
@@ -278,7 +289,7 @@ END_TEST
 
 START_TEST(fused_rope_kv_write_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0};
     variant b = a;
     b.fuse_rope = 1;
     assert_identical(&a, &b);
@@ -289,7 +300,7 @@ START_TEST(swa_pool_bounded_by_window)
 {
     /* 200 decode steps with a 16-token window and pages of 16: at most ceil((16-1+1)/16)+1 pages per
      * sequence are ever live in the sliding pool, however long the decode. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_msg(run_variant(&v, sy_test_seed(), &r, &err) == SY_OK, "%s", err.msg);
@@ -301,12 +312,318 @@ END_TEST
 
 START_TEST(pool_exhaustion_is_a_clear_error)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_int_eq(run_variant(&v, sy_test_seed(), &r, &err), SY_E_NOMEM);
     ck_assert_msg(strstr(err.msg, "KV pool exhausted") && strstr(err.msg, "kv_cache.pool_tokens"), "%s", err.msg);
     free_result(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* synthetic contexts */
+
+/* The context K/V as context.h defines them: what the pools must hold and the reference reads. */
+typedef struct context_source {
+    uint64_t seed;
+    uint32_t seq;
+    sy_model_dims d;
+} context_source;
+
+static uint16_t context_bits(const context_source *s, uint32_t layer, int is_v, uint32_t pos, uint32_t c)
+{
+    sy_synth_spec sp = sy_context_synth_spec(s->seed, layer, is_v, s->seq);
+    uint64_t i = (uint64_t)pos * s->d.kv_heads * s->d.head_dim + c;
+    return sy_synth_element(sp.kind, sp.seed, sp.tensor, i, sp.scale, sp.offset, 0, 0);
+}
+
+static double context_value(void *user, uint32_t layer, int is_v, uint32_t pos, uint32_t c)
+{
+    return sy_bf16_to_f32(context_bits(user, layer, is_v, pos, c));
+}
+
+static const char *const layouts[] = {"kv_nhd", "kv_vectorized_5d"};
+
+START_TEST(synthetic_context_decode_matches_reference)
+{
+    /* 37 tokens of context as a prefill in chunks of 8 leaves them (pages of 16, window 16: the
+     * sliding pool has already let pages go), then 6 decode steps: every step's logits against the
+     * reference that reads the context K/V from their definition, position by position. A page
+     * table naming a wrong page, a slot map off by a page or a context written to the wrong slots
+     * changes these logits. An f32 pool holds the bf16 context exactly and leaves only f32
+     * rounding between the two (F32_KV_TOLERANCE). */
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1};
+    uint64_t seed = sy_test_seed();
+    result r;
+    sy_error err = {{0}};
+    ck_assert_msg(run_variant(&v, seed, &r, &err) == SY_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.cap.n_steps, v.output_len);
+    ck_assert_uint_eq(r.m.n_steps, v.output_len);
+    ck_assert_msg(isnan(r.m.ttft_ms) && isnan(r.m.prefill_tok_per_s), "TTFT %g, prefill %g tok/s: no prefill ran",
+                  r.m.ttft_ms, r.m.prefill_tok_per_s);
+    ck_assert(r.m.tpot_median_ms > 0 && r.m.op_calls[SY_KIND_ATTENTION] == 4 * v.output_len);
+    sy_model_dims d = tiny();
+    size_t n_logits = (size_t)r.cap.n_steps * v.batch * d.vocab;
+    for (size_t i = 0; i < n_logits; i++)
+        ck_assert_msg(isfinite(r.cap.logits[i]), "logit %zu is %g", i, r.cap.logits[i]);
+    sy_ref_model *m = sy_ref_create(&d, seed);
+    uint32_t *toks = calloc(v.output_len, sizeof *toks);
+    double *ref = calloc((size_t)v.output_len * d.vocab, sizeof(double));
+    for (uint32_t b = 0; b < v.batch; b++) {
+        context_source src = {seed ^ 0x5EED, b, d};
+        sy_ref_context ctx = {v.input_len, context_value, &src};
+        toks[0] = sy_workload_token(seed ^ 0x5EED, d.vocab, b, v.input_len);
+        for (uint32_t s = 0; s + 1 < v.output_len; s++)
+            toks[s + 1] = r.tokens[(size_t)b * v.output_len + s];
+        sy_ref_logits_after(m, &ctx, toks, v.output_len, 0, SY_DTYPE_F32, ref);
+        for (uint32_t step = 0; step < v.output_len; step++) {
+            const float *got = r.cap.logits + ((size_t)step * v.batch + b) * d.vocab;
+            double rel = sy_rel_l2_f32(got, ref + (size_t)step * d.vocab, d.vocab);
+            ck_assert_msg(rel < F32_KV_TOLERANCE, "%s seq %u decode step %u (position %u): logits rel L2 %.3g", v.kv, b, step,
+                          v.input_len + step, rel);
+        }
+    }
+    free(toks);
+    free(ref);
+    sy_ref_destroy(m);
+    free_result(&r);
+}
+END_TEST
+
+static sy_engine *synthetic_engine(const variant *v, uint64_t seed, uint64_t context_seed)
+{
+    sy_plan p = make_plan(v, seed);
+    p.token_seed = context_seed;
+    sy_engine *e = NULL;
+    sy_error err = {{0}};
+    ck_assert_msg(sy_engine_create(&p, &e, &err) == SY_OK, "%s", err.msg);
+    ck_assert_msg(sy_context_fill(e, &err) == SY_OK, "%s", err.msg);
+    return e;
+}
+
+/* Bytes of layer l's K (is_v 0) or V pool. */
+static size_t pool_bytes(const sy_engine *e, uint32_t l, int is_v)
+{
+    const sy_kv_geometry *g = sy_layer_is_sliding(&e->d, l) ? &e->geom_swa : &e->geom_full;
+    return (is_v ? g->v_elems : g->k_elems) * sy_dtype_size(e->plan.kv_dtype);
+}
+
+START_TEST(synthetic_context_pool_is_the_definition)
+{
+    /* The pools after a synthetic fill: the same bytes for one seed, other bytes for another, and
+     * read back through the layout's own gather, every live position of every layer and sequence
+     * holds exactly its defined K and V (bf16, bit for bit). */
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0};
+    uint64_t seed = sy_test_seed();
+    sy_engine *a = synthetic_engine(&v, seed, 11), *b = synthetic_engine(&v, seed, 11);
+    sy_engine *other = synthetic_engine(&v, seed, 12);
+    for (uint32_t l = 0; l < a->d.layers; l++)
+        for (int is_v = 0; is_v < 2; is_v++) {
+            const void *pa = is_v ? a->layer[l].v_cache : a->layer[l].k_cache;
+            const void *pb = is_v ? b->layer[l].v_cache : b->layer[l].k_cache;
+            const void *po = is_v ? other->layer[l].v_cache : other->layer[l].k_cache;
+            ck_assert_msg(memcmp(pa, pb, pool_bytes(a, l, is_v)) == 0, "layer %u %c pool differs for one seed", l,
+                          "KV"[is_v]);
+            ck_assert_msg(memcmp(pa, po, pool_bytes(a, l, is_v)) != 0, "layer %u %c pool ignores the seed", l,
+                          "KV"[is_v]);
+        }
+    sy_model_dims d = tiny();
+    uint32_t kvd = d.kv_heads * d.head_dim, L = v.input_len, P = a->plan.page_size;
+    /* Nothing lands on the padding page (page 0, the first elements of each pool in both layouts). */
+    for (uint32_t l = 0; l < d.layers; l++)
+        for (int is_v = 0; is_v < 2; is_v++) {
+            const uint16_t *pool = is_v ? a->layer[l].v_cache : a->layer[l].k_cache;
+            for (uint32_t i = 0; i < P * kvd; i++)
+                ck_assert_msg(pool[i] == 0, "layer %u %c pool: padding page element %u is %04x", l, "KV"[is_v], i,
+                              pool[i]);
+        }
+    int32_t *slots = calloc(L, sizeof *slots);
+    uint16_t *k = calloc((size_t)L * kvd, sizeof *k), *vv = calloc((size_t)L * kvd, sizeof *vv);
+    uint32_t sliding_rows = 0;
+    for (uint32_t l = 0; l < d.layers; l++) {
+        int sliding = sy_layer_is_sliding(&d, l);
+        for (uint32_t s = 0; s < v.batch; s++) {
+            uint32_t lo = sliding ? a->cache.seq[s].swa_live_from * P : 0, rows = L - lo;
+            for (uint32_t pos = lo; pos < L; pos++)
+                slots[pos - lo] = sy_kv_cache_full_slot(&a->cache, s, pos);
+            sy_kv_gather_args g = {0};
+            g.struct_size = sizeof g;
+            g.geom = sliding ? a->geom_swa : a->geom_full;
+            g.slots = sy_t1(slots, SY_DTYPE_I32, rows);
+            g.slot_map = sliding ? sy_t1(a->cache.slot_map, SY_DTYPE_I32, (int64_t)a->full_pages * P) : sy_tnone();
+            g.k_cache = a->layer[l].k_cache;
+            g.v_cache = a->layer[l].v_cache;
+            g.k_out = sy_t3(k, SY_DTYPE_BF16, rows, d.kv_heads, d.head_dim);
+            g.v_out = sy_t3(vv, SY_DTYPE_BF16, rows, d.kv_heads, d.head_dim);
+            sy_error err = {{0}};
+            ck_assert_msg(a->kv->gather(a->ctx[SY_KIND_KV_LAYOUT], a->stream, &g, &err) == SY_OK, "%s", err.msg);
+            context_source src = {11, s, d};
+            for (uint32_t pos = lo; pos < L; pos++)
+                for (uint32_t c = 0; c < kvd; c++) {
+                    size_t at = (size_t)(pos - lo) * kvd + c;
+                    ck_assert_msg(k[at] == context_bits(&src, l, 0, pos, c) && vv[at] == context_bits(&src, l, 1, pos, c),
+                                  "%s layer %u seq %u position %u element %u: pool K %04x V %04x, defined %04x %04x", v.kv,
+                                  l, s, pos, c, k[at], vv[at], context_bits(&src, l, 0, pos, c),
+                                  context_bits(&src, l, 1, pos, c));
+                }
+            if (sliding)
+                sliding_rows += rows;
+        }
+    }
+    /* The sliding layers hold the window and the last chunk, not the whole context. */
+    ck_assert_uint_lt(sliding_rows, 2u * v.batch * L);
+    ck_assert_uint_gt(sliding_rows, 0);
+    free(slots);
+    free(k);
+    free(vv);
+    sy_engine_destroy(a);
+    sy_engine_destroy(b);
+    sy_engine_destroy(other);
+}
+END_TEST
+
+static void assert_same_pages(const sy_engine *a, const sy_engine *b, const char *when)
+{
+    const sy_kv_cache *x = &a->cache, *y = &b->cache;
+    ck_assert_uint_eq(x->n_seq, y->n_seq);
+    for (uint32_t s = 0; s < x->n_seq; s++) {
+        const sy_seq_pages *p = &x->seq[s], *q = &y->seq[s];
+        ck_assert_msg(p->n_pages == q->n_pages && p->swa_live_from == q->swa_live_from,
+                      "%s: sequence %u holds %u pages (sliding from %u), the prefill %u (from %u)", when, s, p->n_pages,
+                      p->swa_live_from, q->n_pages, q->swa_live_from);
+        for (uint32_t j = 0; j < p->n_pages; j++)
+            ck_assert_msg(p->full[j] == q->full[j] && p->swa[j] == q->swa[j],
+                          "%s: sequence %u page %u is full %d / sliding %d, the prefill's %d / %d", when, s, j, p->full[j],
+                          p->swa[j], q->full[j], q->swa[j]);
+    }
+    ck_assert_uint_eq(x->full.n_free, y->full.n_free);
+    ck_assert_uint_eq(x->swa.n_free, y->swa.n_free);
+    ck_assert_int_eq(memcmp(x->full.free_pages, y->full.free_pages, x->full.n_free * sizeof(uint32_t)), 0);
+    ck_assert_int_eq(memcmp(x->swa.free_pages, y->swa.free_pages, x->swa.n_free * sizeof(uint32_t)), 0);
+    size_t map = (size_t)a->full_pages * a->plan.page_size;
+    for (size_t i = 0; i < map; i++)
+        ck_assert_msg(x->slot_map[i] == y->slot_map[i], "%s: slot_map[%zu] = %d, the prefill's %d", when, i,
+                      x->slot_map[i], y->slot_map[i]);
+}
+
+START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
+{
+    /* Page tables of both pools, the free lists and the full-to-SWA slot map after a synthetic
+     * context equal those a real chunked prefill of the same shape leaves, and still do after a
+     * decode step on each. */
+    uint32_t chunk = (uint32_t[]){8, 5, 0}[_i];
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0};
+    variant pv = v;
+    pv.synthetic = 0;
+    uint64_t seed = sy_test_seed();
+    sy_engine *syn = synthetic_engine(&v, seed, seed ^ 0x5EED);
+    sy_plan p = make_plan(&pv, seed);
+    sy_engine *pre = NULL;
+    sy_error err = {{0}};
+    ck_assert_msg(sy_engine_create(&p, &pre, &err) == SY_OK, "%s", err.msg);
+    sy_step_limits lim;
+    sy_steps_limits(pre, &lim);
+    uint32_t *ids = calloc((size_t)v.batch * lim.chunk, sizeof *ids), next[3];
+    for (uint32_t c = 0; c < v.input_len; c += lim.chunk) {
+        uint32_t len = v.input_len - c < lim.chunk ? v.input_len - c : lim.chunk;
+        for (uint32_t b = 0; b < v.batch; b++)
+            for (uint32_t i = 0; i < len; i++)
+                ids[(size_t)b * len + i] = sy_workload_token(seed ^ 0x5EED, 512, b, c + i);
+        ck_assert_msg(sy_steps_forward(pre, c, len, ids, 0, next, &err) == SY_OK, "%s", err.msg);
+    }
+    assert_same_pages(syn, pre, "after the context");
+    ck_assert_msg(sy_steps_forward(pre, v.input_len, 1, next, 1, next, &err) == SY_OK, "%s", err.msg);
+    ck_assert_msg(sy_steps_forward(syn, v.input_len, 1, ids, 1, next, &err) == SY_OK, "%s", err.msg);
+    assert_same_pages(syn, pre, "after a decode step");
+    /* An engine made for a synthetic context has no room for a prefill, and says so. */
+    ck_assert_int_eq(sy_steps_forward(syn, 0, 2, ids, 0, next, &err), SY_E_INVALID);
+    ck_assert_msg(strstr(err.msg, "workload.context") != NULL, "%s", err.msg);
+    free(ids);
+    sy_engine_destroy(syn);
+    sy_engine_destroy(pre);
+}
+END_TEST
+
+/* The greedy rule, written the plain way: the first index of the largest number; NaN never wins;
+ * index 0 when there is no number. */
+static uint32_t plain_greedy(const float *x, uint32_t n)
+{
+    int found = 0;
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] == x[i] && (!found || x[i] > x[best])) {
+            best = i;
+            found = 1;
+        }
+    return best;
+}
+
+START_TEST(greedy_token_is_the_first_largest)
+{
+    /* Random rows of lengths around the block size and the gpt-oss vocab, with the maximum planted
+     * twice (ties across and within blocks), NaNs scattered in, and the edge rows: all NaN, all
+     * -inf, -inf with NaN, a single element. */
+    sy_rng rng = {sy_test_seed()};
+    static const uint32_t lengths[] = {1, 7, 1023, 1024, 1025, 3001, 201088};
+    float *x = malloc(201088 * sizeof *x);
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        uint32_t n = lengths[li];
+        for (int trial = 0; trial < 40; trial++) {
+            sy_fill_uniform_f32(&rng, x, n, -30.0f, 30.0f);
+            int kind = trial % 8;
+            if (kind == 1 || kind == 2) { /* the maximum twice */
+                uint32_t i = sy_rng_below(&rng, n), j = sy_rng_below(&rng, n);
+                x[i] = x[j] = 31.0f;
+            }
+            if (kind == 3) /* NaNs, one of them where the maximum would be */
+                for (uint32_t i = 0; i < n; i += 1 + sy_rng_below(&rng, 97))
+                    x[i] = NAN;
+            if (kind == 4)
+                for (uint32_t i = 0; i < n; i++)
+                    x[i] = NAN;
+            if (kind == 5)
+                for (uint32_t i = 0; i < n; i++)
+                    x[i] = -INFINITY;
+            if (kind == 6)
+                for (uint32_t i = 0; i < n; i++)
+                    x[i] = i % 3 ? NAN : -INFINITY;
+            if (kind == 7) /* +inf beats everything, the first one wins */
+                x[sy_rng_below(&rng, n)] = x[n - 1] = INFINITY;
+            ck_assert_msg(sy_greedy_token(x, n) == plain_greedy(x, n), "n %u case %d: %u, the plain rule %u", n, kind,
+                          sy_greedy_token(x, n), plain_greedy(x, n));
+        }
+    }
+    free(x);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* what a decode step moves */
+
+START_TEST(decode_step_copies_and_waits_once)
+{
+    /* Per decode step, with per-op timing on: one wait for the device (for the logits), one copy
+     * of the logits back, and at most three copies up: the index block, the embeddings, and the
+     * slot map on a step where a sequence gained or lost a page. 20 steps over pages of 16 cross
+     * page boundaries, so steps with and without page changes are both counted. */
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1};
+    /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
+    sy_plan p = make_plan(&v, sy_test_seed());
+    sy_engine *e = NULL;
+    sy_run_metrics m;
+    sy_error err = {{0}};
+    ck_assert_msg(sy_engine_create(&p, &e, &err) == SY_OK && sy_engine_run(e, &m, &err) == SY_OK, "%s", err.msg);
+    uint32_t steps = m.decode_steps_measured;
+    const sy_transfer_counts *t = &m.decode_transfers;
+    ck_assert_uint_eq(steps, v.synthetic ? v.output_len : v.output_len - 1);
+    ck_assert_msg(t->syncs == steps, "%llu synchronizations in %u decode steps", (unsigned long long)t->syncs, steps);
+    ck_assert_uint_eq(t->d2h_copies, steps);
+    ck_assert_uint_eq(t->d2h_bytes, (uint64_t)steps * v.batch * 512 * sizeof(float));
+    ck_assert_msg(t->h2d_copies >= 2u * steps && t->h2d_copies <= 3u * steps, "%llu copies up in %u decode steps",
+                  (unsigned long long)t->h2d_copies, steps);
+    ck_assert(m.op_ms[SY_KIND_ATTENTION] > 0 && m.op_ms[SY_KIND_MOE] > 0);
+    sy_engine_destroy(e);
 }
 END_TEST
 
@@ -320,12 +637,17 @@ static Suite *suite(void)
     tcase_add_test(t, prefill_and_decode_match_reference);
     tcase_add_loop_test(t, chunked_prefill_matches_reference, 0, 3);
     tcase_add_test(t, bf16_kv_matches_reference);
-    tcase_add_test(t, nhd_and_vectorized_5d_identical);
+    tcase_add_loop_test(t, nhd_and_vectorized_5d_identical, 0, 2);
     tcase_add_test(t, interleave_and_separated_identical);
     tcase_add_test(t, fuse_pad_on_and_off_identical);
     tcase_add_test(t, fused_rope_kv_write_identical);
     tcase_add_test(t, swa_pool_bounded_by_window);
     tcase_add_test(t, pool_exhaustion_is_a_clear_error);
+    tcase_add_loop_test(t, synthetic_context_decode_matches_reference, 0, 2);
+    tcase_add_loop_test(t, synthetic_context_pool_is_the_definition, 0, 2);
+    tcase_add_loop_test(t, synthetic_context_pages_as_a_prefill_leaves_them, 0, 3);
+    tcase_add_loop_test(t, decode_step_copies_and_waits_once, 0, 2);
+    tcase_add_test(t, greedy_token_is_the_first_largest);
     suite_add_tcase(s, t);
     return s;
 }

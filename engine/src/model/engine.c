@@ -55,12 +55,20 @@ sy_status sy_eng_copy(sy_engine *e, void *dst, const void *src, size_t bytes, in
         return SY_OK;
     if (e->be->memcpy_async(e->bctx, e->stream, dst, src, bytes, kind, &inner) != SY_OK)
         return sy_fail(err, SY_E_BACKEND, "%s memcpy of %zu bytes failed: %s", e->be->name, bytes, inner.msg);
+    if (kind == SY_MEMCPY_H2D) {
+        e->transfers.h2d_copies++;
+        e->transfers.h2d_bytes += bytes;
+    } else if (kind == SY_MEMCPY_D2H) {
+        e->transfers.d2h_copies++;
+        e->transfers.d2h_bytes += bytes;
+    }
     return SY_OK;
 }
 
 sy_status sy_eng_sync(sy_engine *e, sy_error *err)
 {
     sy_error inner = {{0}};
+    e->transfers.syncs++;
     if (e->be->stream_sync(e->bctx, e->stream, &inner) != SY_OK)
         return sy_fail(err, SY_E_BACKEND, "%s stream synchronize failed: %s", e->be->name, inner.msg);
     return SY_OK;
@@ -129,10 +137,34 @@ sy_tensor sy_t2_strided(void *p, int32_t dt, int64_t rows, int64_t cols, int64_t
 /* ------------------------------------------------------------------------------------------ */
 /* plugin calls, timed per slot */
 
-void sy_op_begin(sy_engine *e)
+/* Events for one more pending op; the pool grows in the first forwards and is reused after. */
+static sy_status reserve_op_events(sy_engine *e, sy_error *err)
 {
-    if (e->plan.per_op_timing)
-        e->be->event_record(e->bctx, e->ev_a, e->stream, NULL);
+    if (e->n_pending_ops < e->cap_pending_ops)
+        return SY_OK;
+    uint32_t cap = e->cap_pending_ops ? 2 * e->cap_pending_ops : 64;
+    e->op_events = sy_xrealloc(e->op_events, 2 * (size_t)cap * sizeof *e->op_events);
+    e->op_kinds = sy_xrealloc(e->op_kinds, cap * sizeof *e->op_kinds);
+    for (uint32_t i = 2 * e->cap_pending_ops; i < 2 * cap; i++) {
+        sy_error inner = {{0}};
+        if (e->be->event_create(e->bctx, &e->op_events[i], &inner) != SY_OK) {
+            e->cap_pending_ops = i / 2;
+            return sy_fail(err, SY_E_BACKEND, "backend %s: creating the timing events of report.per_op: %s",
+                           e->be->name, inner.msg);
+        }
+    }
+    e->cap_pending_ops = cap;
+    return SY_OK;
+}
+
+sy_status sy_op_begin(sy_engine *e, sy_error *err)
+{
+    if (!e->plan.per_op_timing)
+        return SY_OK;
+    sy_status st = reserve_op_events(e, err);
+    if (st == SY_OK)
+        e->be->event_record(e->bctx, e->op_events[2 * e->n_pending_ops], e->stream, NULL);
+    return st;
 }
 
 void sy_op_end(sy_engine *e, int32_t kind)
@@ -140,11 +172,18 @@ void sy_op_end(sy_engine *e, int32_t kind)
     e->op_calls[kind]++;
     if (!e->plan.per_op_timing)
         return;
-    float ms = 0;
-    e->be->event_record(e->bctx, e->ev_b, e->stream, NULL);
-    e->be->event_sync(e->bctx, e->ev_b, NULL);
-    if (e->be->event_elapsed_ms(e->bctx, e->ev_a, e->ev_b, &ms, NULL) == SY_OK)
-        e->op_ms[kind] += ms;
+    e->be->event_record(e->bctx, e->op_events[2 * e->n_pending_ops + 1], e->stream, NULL);
+    e->op_kinds[e->n_pending_ops++] = kind;
+}
+
+void sy_op_times_collect(sy_engine *e)
+{
+    for (uint32_t i = 0; i < e->n_pending_ops; i++) {
+        float ms = 0;
+        if (e->be->event_elapsed_ms(e->bctx, e->op_events[2 * i], e->op_events[2 * i + 1], &ms, NULL) == SY_OK)
+            e->op_ms[e->op_kinds[i]] += ms;
+    }
+    e->n_pending_ops = 0;
 }
 
 sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err)
@@ -372,7 +411,7 @@ static sy_status alloc_pools(sy_engine *e, sy_error *err)
     e->full_pages = p->pool_tokens ? (p->pool_tokens + P - 1) / P + 1 : p->batch * pages_per_seq + 1;
     if (W) {
         /* A chunk's queries see W - 1 earlier keys: that span plus the chunk, page-aligned. */
-        uint32_t chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+        uint32_t chunk = sy_plan_chunk(p);
         uint32_t span = W - 1 + (chunk > 1 ? chunk : 1);
         uint32_t need = (span + P - 1) / P + 1;
         if (need > pages_per_seq)
@@ -404,15 +443,16 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
 {
     const sy_model_dims *d = &e->d;
     const sy_plan *p = &e->plan;
-    uint32_t chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
-    e->t_max = p->batch * (chunk > 1 ? chunk : 1);
-    e->max_kv_rows = p->batch * (p->input_len + 1);
+    uint32_t chunk = sy_plan_chunk(p);
+    /* A synthetic context runs decode steps only: one token per sequence, nothing gathered. */
+    e->t_max = p->synthetic_context ? p->batch : p->batch * (chunk > 1 ? chunk : 1);
+    e->max_kv_rows = p->synthetic_context ? 0 : p->batch * (p->input_len + 1);
     uint32_t T = e->t_max, B = p->batch;
     uint32_t align = 256;
     uint32_t hpad = (d->hidden + align - 1) / align * align;
     uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
     size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype);
-    uint32_t mb = e->cache.max_pages_per_seq;
+    e->index_cap = sy_index_block_entries(e, &e->tables_len);
     struct {
         void **ptr;
         size_t bytes;
@@ -424,11 +464,7 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
         {&e->topk_w, (size_t)T * d->top_k * f},     {&e->topk_ids, (size_t)T * d->top_k * i4},
         {&e->logits, (size_t)B * d->vocab * f},     {&e->k_lin, (size_t)e->max_kv_rows * kvd * es},
         {&e->v_lin, (size_t)e->max_kv_rows * kvd * es},
-        {&e->d_slots, T * i4},                      {&e->d_positions, T * i4},
-        {&e->d_cu_q, (B + 1) * i4},                 {&e->d_cu_k_full, (B + 1) * i4},
-        {&e->d_cu_k_swa, (B + 1) * i4},             {&e->d_gslots_full, e->max_kv_rows * i4},
-        {&e->d_gslots_swa, e->max_kv_rows * i4},    {&e->d_bt_full, (size_t)B * mb * i4},
-        {&e->d_bt_swa, (size_t)B * mb * i4},        {&e->d_ctx_lens, B * i4},
+        {&e->d_index, e->index_cap * i4},
         {&e->d_slot_map, (size_t)(e->cache.slot_map ? e->full_pages * p->page_size : 1) * i4},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -436,21 +472,25 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
         if (st != SY_OK)
             return st;
     }
-    e->h_slots = sy_xcalloc(T, i4);
-    e->h_positions = sy_xcalloc(T, i4);
-    e->h_cu_q = sy_xcalloc(B + 1, i4);
-    e->h_cu_k_full = sy_xcalloc(B + 1, i4);
-    e->h_cu_k_swa = sy_xcalloc(B + 1, i4);
-    e->h_gslots_full = sy_xcalloc(e->max_kv_rows, i4);
-    e->h_gslots_swa = sy_xcalloc(e->max_kv_rows, i4);
-    e->h_bt_full = sy_xcalloc((size_t)B * mb, i4);
-    e->h_bt_swa = sy_xcalloc((size_t)B * mb, i4);
-    e->h_ctx_lens = sy_xcalloc(B, i4);
+    e->h_index = sy_xcalloc(e->index_cap, i4);
     e->h_rows = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_rows2 = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_logits = sy_xcalloc((size_t)B * d->vocab, f);
     e->tokens = sy_xcalloc((size_t)B * (p->output_len ? p->output_len : 1), sizeof *e->tokens);
     e->step_ms = sy_xcalloc(p->output_len ? p->output_len : 1, sizeof *e->step_ms);
+    e->h_start = sy_xcalloc(B, sizeof *e->h_start);
+    e->h_count = sy_xcalloc(B, sizeof *e->h_count);
+    if (p->synthetic_context) {
+        size_t rows = (size_t)p->input_len * kvd, slots = (size_t)B * p->input_len;
+        sy_status st;
+        if ((st = dalloc(e, rows * sizeof(uint16_t), &e->ctx_stage_k, err)) != SY_OK ||
+            (st = dalloc(e, rows * sizeof(uint16_t), &e->ctx_stage_v, err)) != SY_OK ||
+            (st = dalloc(e, slots * i4, &e->d_ctx_slots, err)) != SY_OK)
+            return st;
+        e->h_ctx_slots = sy_xcalloc(slots, i4);
+        if (!SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, synth_fill) || !e->be->synth_fill)
+            e->h_ctx_stage = sy_xcalloc(rows, sizeof(uint16_t));
+    }
     return SY_OK;
 }
 
@@ -475,9 +515,7 @@ static sy_status create(const sy_plan *plan, sy_weights *wsrc, sy_engine **out, 
                        plan->backend->file, plan->device, inner.msg);
     }
     *out = e;
-    if (e->be->stream_create(e->bctx, &e->stream, &inner) != SY_OK ||
-        e->be->event_create(e->bctx, &e->ev_a, &inner) != SY_OK ||
-        e->be->event_create(e->bctx, &e->ev_b, &inner) != SY_OK)
+    if (e->be->stream_create(e->bctx, &e->stream, &inner) != SY_OK)
         return sy_fail(err, SY_E_BACKEND, "backend %s: %s", e->be->name, inner.msg);
     if ((st = init_plugins(e, err)) != SY_OK)
         return st;
@@ -530,18 +568,16 @@ void sy_engine_destroy(sy_engine *e)
     if (e->bctx || e->be) {
         for (size_t i = 0; i < e->n_allocs; i++)
             e->be->free(e->bctx, e->allocs[i].ptr);
-        if (e->ev_a)
-            e->be->event_destroy(e->bctx, e->ev_a);
-        if (e->ev_b)
-            e->be->event_destroy(e->bctx, e->ev_b);
+        for (uint32_t i = 0; i < 2 * e->cap_pending_ops; i++)
+            e->be->event_destroy(e->bctx, e->op_events[i]);
         if (e->stream)
             e->be->stream_destroy(e->bctx, e->stream);
         e->be->fini(e->bctx);
     }
     sy_kv_cache_free(&e->cache);
-    void *host[] = {e->allocs, e->layer, e->embed_host, e->h_slots, e->h_positions, e->h_cu_q, e->h_cu_k_full,
-                    e->h_cu_k_swa, e->h_gslots_full, e->h_gslots_swa, e->h_bt_full, e->h_bt_swa, e->h_ctx_lens,
-                    e->h_rows, e->h_rows2, e->h_logits, e->tokens, e->step_ms};
+    void *host[] = {e->allocs,     e->layer,   e->embed_host, e->h_index,     e->h_rows,      e->h_rows2,
+                    e->h_logits,   e->tokens,  e->step_ms,    e->h_start,     e->h_count,     e->op_events,
+                    e->op_kinds,   e->h_ctx_stage, e->h_ctx_slots};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
     free(e);

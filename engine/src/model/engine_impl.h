@@ -47,11 +47,21 @@ struct sy_engine {
     /* activations (device) */
     void *residual, *hidden, *normed, *q, *k, *v, *attn_out, *router_logits, *topk_w, *topk_ids, *logits;
     void *k_lin, *v_lin;
-    /* index arrays (device) and their host mirrors */
+    /* Index arrays of one forward, packed into one host block and its device twin (index_block.c):
+     * the page tables at a fixed place first, then the arrays of this forward. The pointers below
+     * point into the blocks and are set by every forward. */
+    int32_t *h_index;
+    void *d_index;
+    size_t index_cap;    /* int32 entries of each block */
+    size_t tables_len;   /* entries of the page-table region at the start */
     void *d_slots, *d_positions, *d_cu_q, *d_cu_k_full, *d_cu_k_swa, *d_gslots_full, *d_gslots_swa;
-    void *d_bt_full, *d_bt_swa, *d_ctx_lens, *d_slot_map;
+    void *d_bt_full, *d_bt_swa, *d_ctx_lens;
     int32_t *h_slots, *h_positions, *h_cu_q, *h_cu_k_full, *h_cu_k_swa, *h_gslots_full, *h_gslots_swa;
     int32_t *h_bt_full, *h_bt_swa, *h_ctx_lens;
+    void *d_slot_map;
+    /* Call-boundary checks already passed by this forward's index arrays, [0] for the full layers,
+     * [1] for the sliding ones: every layer of a kind reads the same arrays in one forward. */
+    int write_checked[2], decode_checked[2];
     float *h_rows;    /* t_max x hidden staging (embeddings in, checkpoints out) */
     float *h_rows2;
     float *h_logits;  /* batch x vocab */
@@ -63,9 +73,20 @@ struct sy_engine {
     size_t n_allocs, cap_allocs;
     uint64_t device_bytes;
 
-    sy_event ev_a, ev_b;
+    /* Per-op timing: a pair of events around each plugin call, read after the forward's one
+     * synchronization instead of waiting for the device after every op. */
+    sy_event *op_events;    /* 2 per pending op */
+    int32_t *op_kinds;      /* slot of each pending op */
+    uint32_t n_pending_ops, cap_pending_ops;
     double op_ms[SY_KIND_COUNT_];
     uint32_t op_calls[SY_KIND_COUNT_];
+    sy_transfer_counts transfers;
+
+    /* synthetic context (context.c) */
+    void *ctx_stage_k, *ctx_stage_v; /* bf16 [input_len, kv_heads, head_dim]: one sequence's K or V */
+    uint16_t *h_ctx_stage;           /* host staging where the backend has no synth_fill */
+    void *d_ctx_slots;               /* int32 [batch, input_len]: full-pool slot of every context token */
+    int32_t *h_ctx_slots;
 
     sy_checkpoint_fn checkpoint;
     void *checkpoint_user;
@@ -75,6 +96,7 @@ struct sy_engine {
 
     uint32_t *tokens;
     double *step_ms;
+    uint32_t *h_start, *h_count; /* batch entries: per-sequence start and token count of a forward */
 };
 
 
@@ -86,8 +108,11 @@ sy_tensor sy_t2(void *p, int32_t dt, int64_t a, int64_t b);
 sy_tensor sy_t3(void *p, int32_t dt, int64_t a, int64_t b, int64_t c);
 sy_tensor sy_tnone(void);
 sy_tensor sy_t2_strided(void *p, int32_t dt, int64_t rows, int64_t cols, int64_t stride);
-void sy_op_begin(sy_engine *e);
+sy_status sy_op_begin(sy_engine *e, sy_error *err);
 void sy_op_end(sy_engine *e, int32_t kind);
+/* Adds the device time of the ops timed since the last call to their slots; the stream must have
+ * been synchronized after the last of them. */
+void sy_op_times_collect(sy_engine *e);
 /* Prefixes err with the plugin that failed (kind, name, file) and the op. */
 sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err);
 sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err);
@@ -98,6 +123,15 @@ uint32_t sy_greedy_token(const float *logits, uint32_t vocab);
 /* Empties every sequence and returns its pages to the pools. */
 sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err);
 
+/* Tokens per prefill forward: prefill_chunk, or the whole prompt when it is 0 or larger. */
+uint32_t sy_plan_chunk(const sy_plan *p);
+
+/* Index block (index_block.c): entries it needs for this plan, and the packing of one forward
+ * into it. */
+size_t sy_index_block_entries(const sy_engine *e, size_t *tables_len);
+sy_status sy_index_block_upload(sy_engine *e, const uint32_t *start, const uint32_t *n, int decode,
+                                uint32_t *T, int *has_prefix, uint32_t *rows_full, uint32_t *rows_swa, sy_error *err);
+
 /* One forward over `n[b]` new tokens of each sequence b starting at position `start[b]`, then the
  * logits of each sequence's last token (host copy in e->h_logits). */
 sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,
@@ -106,11 +140,13 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
 /* Time a plugin call into its slot; on failure, return the error prefixed with the plugin. */
 #define CALL(e, kind, opname, expr)                                   \
     do {                                                              \
-        sy_op_begin(e);                                                  \
-        sy_status st_ = (expr);                                       \
-        sy_op_end(e, kind);                                              \
+        sy_status st_ = sy_op_begin(e, err);                          \
         if (st_ != SY_OK)                                             \
-            return sy_op_failed(e, kind, opname, st_, err);              \
+            return st_;                                               \
+        st_ = (expr);                                                 \
+        sy_op_end(e, kind);                                           \
+        if (st_ != SY_OK)                                             \
+            return sy_op_failed(e, kind, opname, st_, err);           \
     } while (0)
 
 #endif

@@ -29,92 +29,12 @@ static sy_rope_params rope_params(const sy_engine *e)
     return p;
 }
 
-/* Index arrays of one forward: positions and full-pool slots of every new token, query offsets,
- * and for a chunk after the first the slots to gather per pool (the sliding pool only keeps the
- * last W - 1 keys before the chunk). */
+/* Sizes of one forward; its index arrays are in the index block (index_block.c). */
 typedef struct step_layout {
     uint32_t T, B;
     int has_prefix;
     uint32_t rows_full, rows_swa;
 } step_layout;
-
-static sy_status prepare_indices(sy_engine *e, const uint32_t *start, const uint32_t *n, int decode, step_layout *s,
-                                 sy_error *err)
-{
-    const sy_plan *p = &e->plan;
-    uint32_t B = p->batch, W = e->d.sliding_window;
-    sy_status st;
-    s->B = B;
-    s->T = 0;
-    s->has_prefix = 0;
-    for (uint32_t b = 0; b < B; b++) {
-        if (W && start[b] + 1 > W)
-            sy_kv_cache_release_window(&e->cache, b, start[b] + 1 - W);
-        if ((st = sy_kv_cache_reserve(&e->cache, b, start[b] + n[b], err)) != SY_OK)
-            return st;
-        e->h_cu_q[b] = (int32_t)s->T;
-        for (uint32_t i = 0; i < n[b]; i++) {
-            e->h_positions[s->T] = (int32_t)(start[b] + i);
-            e->h_slots[s->T] = sy_kv_cache_full_slot(&e->cache, b, start[b] + i);
-            s->T++;
-        }
-        if (start[b] > 0)
-            s->has_prefix = 1;
-        e->h_ctx_lens[b] = (int32_t)(start[b] + n[b]);
-    }
-    e->h_cu_q[B] = (int32_t)s->T;
-    s->rows_full = s->rows_swa = 0;
-    if (!decode && s->has_prefix) {
-        for (uint32_t b = 0; b < B; b++) {
-            uint32_t end = start[b] + n[b];
-            uint32_t swa_lo = W && start[b] + 1 > W ? start[b] + 1 - W : 0;
-            e->h_cu_k_full[b] = (int32_t)s->rows_full;
-            e->h_cu_k_swa[b] = (int32_t)s->rows_swa;
-            for (uint32_t pos = 0; pos < end; pos++) {
-                int32_t slot = sy_kv_cache_full_slot(&e->cache, b, pos);
-                e->h_gslots_full[s->rows_full++] = slot;
-                if (W && pos >= swa_lo)
-                    e->h_gslots_swa[s->rows_swa++] = slot;
-            }
-        }
-        e->h_cu_k_full[B] = (int32_t)s->rows_full;
-        e->h_cu_k_swa[B] = (int32_t)s->rows_swa;
-    }
-    size_t i4 = sizeof(int32_t);
-    uint32_t mb = e->cache.max_pages_per_seq;
-    if ((st = sy_eng_copy(e, e->d_positions, e->h_positions, s->T * i4, SY_MEMCPY_H2D, err)) ||
-        (st = sy_eng_copy(e, e->d_slots, e->h_slots, s->T * i4, SY_MEMCPY_H2D, err)) ||
-        (st = sy_eng_copy(e, e->d_cu_q, e->h_cu_q, (B + 1) * i4, SY_MEMCPY_H2D, err)))
-        return st;
-    if (decode) {
-        sy_kv_cache_block_table(&e->cache, 0, e->h_bt_full);
-        if ((st = sy_eng_copy(e, e->d_bt_full, e->h_bt_full, (size_t)B * mb * i4, SY_MEMCPY_H2D, err)) ||
-            (st = sy_eng_copy(e, e->d_ctx_lens, e->h_ctx_lens, B * i4, SY_MEMCPY_H2D, err)))
-            return st;
-        if (W) {
-            sy_kv_cache_block_table(&e->cache, 1, e->h_bt_swa);
-            if ((st = sy_eng_copy(e, e->d_bt_swa, e->h_bt_swa, (size_t)B * mb * i4, SY_MEMCPY_H2D, err)))
-                return st;
-        }
-    }
-    if (s->rows_full) {
-        if ((st = sy_eng_copy(e, e->d_gslots_full, e->h_gslots_full, s->rows_full * i4, SY_MEMCPY_H2D, err)) ||
-            (st = sy_eng_copy(e, e->d_cu_k_full, e->h_cu_k_full, (B + 1) * i4, SY_MEMCPY_H2D, err)))
-            return st;
-    }
-    if (s->rows_swa) {
-        if ((st = sy_eng_copy(e, e->d_gslots_swa, e->h_gslots_swa, s->rows_swa * i4, SY_MEMCPY_H2D, err)) ||
-            (st = sy_eng_copy(e, e->d_cu_k_swa, e->h_cu_k_swa, (B + 1) * i4, SY_MEMCPY_H2D, err)))
-            return st;
-    }
-    if (W && e->cache.slot_map_dirty) {
-        if ((st = sy_eng_copy(e, e->d_slot_map, e->cache.slot_map, (size_t)e->full_pages * p->page_size * i4,
-                              SY_MEMCPY_H2D, err)))
-            return st;
-        e->cache.slot_map_dirty = 0;
-    }
-    return SY_OK;
-}
 
 static sy_kv_write_args kv_write_args(sy_engine *e, uint32_t l, uint32_t T)
 {
@@ -142,9 +62,13 @@ static sy_status rope_and_write(sy_engine *e, uint32_t l, uint32_t T, sy_error *
     r.k = sy_t3(e->k, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
     r.positions = sy_t1(e->d_positions, SY_DTYPE_I32, T);
     sy_kv_write_args w = kv_write_args(e, l, T);
-    sy_status st = sy_check_kv_write(&w, e->h_slots, e->cache.slot_map, err);
+    /* Every full (sliding) layer of a forward writes the same slots through the same map into a
+     * pool of the same geometry: the first one's check holds for the others. */
+    int *checked = &e->write_checked[sy_layer_is_sliding(&e->d, l)];
+    sy_status st = *checked ? SY_OK : sy_check_kv_write(&w, e->h_slots, e->cache.slot_map, err);
     if (st != SY_OK)
         return st;
+    *checked = 1;
     if (e->plan.fuse_rope_kv) {
         sy_rope_kv_write_args a = {0};
         a.struct_size = sizeof a;
@@ -183,8 +107,15 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
         a.k_scale = e->plan.k_scale;
         a.v_scale = e->plan.v_scale;
         a.num_splits = e->plan.attn_num_splits;
-        if ((st = sy_check_decode_args(&a, sliding ? e->h_bt_swa : e->h_bt_full, e->h_ctx_lens, err)) != SY_OK)
+        /* Every full (sliding) layer of a step passes the same page tables and lengths and
+         * differs only in the pool and sinks pointers the engine allocated: the check of the
+         * step's first such layer holds for the others, which saves walking batch x pages
+         * entries per layer. */
+        int *checked = &e->decode_checked[sliding];
+        if (!*checked &&
+            (st = sy_check_decode_args(&a, sliding ? e->h_bt_swa : e->h_bt_full, e->h_ctx_lens, err)) != SY_OK)
             return st;
+        *checked = 1;
         CALL(e, SY_KIND_ATTENTION, "decode_paged",
              e->attn->decode_paged(e->ctx[SY_KIND_ATTENTION], e->stream, &a, err));
         return SY_OK;
@@ -281,8 +212,9 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
                      sy_error *err)
 {
     const sy_model_dims *d = &e->d;
-    step_layout s;
-    sy_status st = prepare_indices(e, start, n, decode, &s, err);
+    step_layout s = {.B = e->plan.batch};
+    e->n_pending_ops = 0;
+    sy_status st = sy_index_block_upload(e, start, n, decode, &s.T, &s.has_prefix, &s.rows_full, &s.rows_swa, err);
     if (st != SY_OK)
         return st;
     uint32_t T = s.T, H = d->hidden;
@@ -338,6 +270,7 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
     if ((st = sy_eng_copy(e, e->h_logits, e->logits, (size_t)s.B * d->vocab * sizeof(float), SY_MEMCPY_D2H, err)) ||
         (st = sy_eng_sync(e, err)))
         return st;
+    sy_op_times_collect(e);
     if (e->checkpoint)
         e->checkpoint(e->checkpoint_user, e->step_index, d->layers, e->h_logits, s.B, d->vocab);
     return SY_OK;

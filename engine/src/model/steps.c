@@ -1,7 +1,5 @@
 #include "model/steps.h"
 
-#include <stdlib.h>
-
 #include "model/engine_impl.h"
 #include "util/strbuf.h"
 
@@ -14,7 +12,8 @@ void sy_steps_limits(const sy_engine *e, sy_step_limits *out)
      * prefill chunk gathers the prefix into for input_len + 1: prompts are limited to input_len. */
     out->max_prompt = p->input_len;
     out->max_tokens = p->input_len + p->output_len;
-    out->chunk = p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+    /* An engine made for a synthetic context holds buffers for one token per sequence. */
+    out->chunk = p->synthetic_context ? 1 : sy_plan_chunk(p);
 }
 
 sy_status sy_steps_reset(sy_engine *e, sy_error *err)
@@ -26,16 +25,17 @@ sy_status sy_steps_forward(sy_engine *e, uint32_t start, uint32_t n, const uint3
                            sy_error *err)
 {
     uint32_t B = e->plan.batch;
-    uint32_t *starts = sy_xcalloc(B, sizeof *starts), *counts = sy_xcalloc(B, sizeof *counts);
+    if (e->plan.synthetic_context && !decode)
+        return sy_fail(err, SY_E_INVALID,
+                       "workload.context is synthetic: the engine was sized for decode steps only; a prefill needs "
+                       "workload.context: prefill");
     for (uint32_t b = 0; b < B; b++) {
-        starts[b] = start;
-        counts[b] = n;
+        e->h_start[b] = start;
+        e->h_count[b] = n;
     }
-    sy_status st = sy_forward(e, starts, counts, ids, decode, err);
+    sy_status st = sy_forward(e, e->h_start, e->h_count, ids, decode, err);
     for (uint32_t b = 0; st == SY_OK && b < B; b++)
         next[b] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
     e->step_index++;
-    free(starts);
-    free(counts);
     return st;
 }

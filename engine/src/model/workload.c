@@ -1,20 +1,75 @@
-/* The workload: `batch` sequences of `input_len` seeded prompt tokens, prefilled in chunks of
- * `prefill_chunk`, then `output_len` greedy tokens (the first from the prefill's logits, the rest
- * from decode steps), repeated `warmup + repeat` times. */
+/* The workload: `batch` sequences of `input_len` tokens of context, then greedy tokens. With a
+ * prefill context the seeded prompt is prefilled in chunks of `prefill_chunk` and the first of the
+ * `output_len` tokens comes from the prefill's logits, the rest from decode steps; with a synthetic
+ * context (context.h) the pools are filled without a prefill and all `output_len` tokens come from
+ * decode steps, the first fed the seeded token at position input_len. Repeated `warmup + repeat`
+ * times. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/context.h"
 #include "model/engine_impl.h"
 #include "util/strbuf.h"
 
-/* Greedy choice: the largest logit, ties to the lower id (NaN never wins). */
-uint32_t sy_greedy_token(const float *x, uint32_t n)
+uint32_t sy_plan_chunk(const sy_plan *p)
+{
+    return p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
+}
+
+/* The one-pass rule, for rows without a single number above -inf. */
+static uint32_t greedy_scan(const float *x, uint32_t n)
 {
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
         if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
             best = i;
     return best;
+}
+
+enum { GREEDY_BLOCK = 1024, GREEDY_LANES = 16 };
+
+/* The largest number of x[0..n) (-inf when none): independent lanes, so the compiler keeps them in
+ * vector registers; a NaN never passes the > test. */
+static float block_max(const float *x, uint32_t n)
+{
+    float lane[GREEDY_LANES];
+    for (uint32_t j = 0; j < GREEDY_LANES; j++)
+        lane[j] = -INFINITY;
+    uint32_t i = 0;
+    for (; i + GREEDY_LANES <= n; i += GREEDY_LANES)
+        for (uint32_t j = 0; j < GREEDY_LANES; j++)
+            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    for (; i < n; i++)
+        lane[0] = x[i] > lane[0] ? x[i] : lane[0];
+    float m = lane[0];
+    for (uint32_t j = 1; j < GREEDY_LANES; j++)
+        m = lane[j] > m ? lane[j] : m;
+    return m;
+}
+
+/* Greedy choice: the largest logit, ties to the lower id (NaN never wins). At 201088 logits a row
+ * and 128 rows a step this runs on the host every decode step, so it is two passes that vectorize:
+ * the maximum of each block, then the first index of the best block's maximum (the first block that
+ * reaches the maximum holds its first index). */
+uint32_t sy_greedy_token(const float *x, uint32_t n)
+{
+    float best = -INFINITY;
+    uint32_t best_block = n;
+    for (uint32_t b0 = 0; b0 < n; b0 += GREEDY_BLOCK) {
+        float m = block_max(x + b0, n - b0 < GREEDY_BLOCK ? n - b0 : GREEDY_BLOCK);
+        if (m > best) {
+            best = m;
+            best_block = b0;
+        }
+    }
+    if (best_block == n)
+        return greedy_scan(x, n);
+    uint32_t end = n - best_block < GREEDY_BLOCK ? n : best_block + GREEDY_BLOCK;
+    for (uint32_t i = best_block; i < end; i++)
+        if (x[i] == best)
+            return i;
+    return best_block; /* not reached: the block's maximum is one of its elements */
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -42,19 +97,40 @@ sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err)
                             e->full_pages, e->swa_pages ? e->swa_pages : 2, err);
 }
 
-/* One repetition; fills ttft, step times and tokens. */
-static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, double *steps_ms, sy_error *err)
+static void add_transfers(sy_transfer_counts *sum, const sy_transfer_counts *after, const sy_transfer_counts *before)
+{
+    sum->h2d_copies += after->h2d_copies - before->h2d_copies;
+    sum->h2d_bytes += after->h2d_bytes - before->h2d_bytes;
+    sum->d2h_copies += after->d2h_copies - before->d2h_copies;
+    sum->d2h_bytes += after->d2h_bytes - before->d2h_bytes;
+    sum->syncs += after->syncs - before->syncs;
+}
+
+/* Tokens of the workload a decode step makes: all of them after a synthetic context, all but the
+ * first (the prefill's) otherwise. */
+static uint32_t decode_steps(const sy_plan *p)
+{
+    return p->synthetic_context ? p->output_len : p->output_len - 1;
+}
+
+/* One repetition; fills ttft and prefill time (NaN for a synthetic context), the decode step
+ * times, the tokens, the time it measured (everything but making a synthetic context) and the
+ * decode steps' transfers. */
+static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, double *steps_ms, double *run_ms,
+                          sy_transfer_counts *decode_transfers, sy_error *err)
 {
     const sy_plan *p = &e->plan;
-    uint32_t B = p->batch, L = p->input_len;
-    uint32_t chunk = p->prefill_chunk && p->prefill_chunk < L ? p->prefill_chunk : L;
-    uint32_t *start = sy_xcalloc(B, sizeof *start), *n = sy_xcalloc(B, sizeof *n);
+    uint32_t B = p->batch, L = p->input_len, out = p->output_len;
+    uint32_t chunk = sy_plan_chunk(p);
+    uint32_t *start = e->h_start, *n = e->h_count;
     uint32_t *ids = sy_xcalloc(e->t_max, sizeof *ids);
-    uint32_t total_steps = (L + chunk - 1) / chunk + (p->output_len > 1 ? p->output_len - 1 : 0);
-    sy_status st = sy_engine_reset_cache(e, err);
-    double t0 = sy_now_ms();
+    uint32_t first_decoded = out - decode_steps(p); /* 0 or 1: index of the first token a decode step makes */
+    uint32_t n_prefill = p->synthetic_context ? 0 : (L + chunk - 1) / chunk;
+    uint32_t total_steps = n_prefill + decode_steps(p);
     e->step_index = 0;
-    for (uint32_t c = 0; st == SY_OK && c < L; c += chunk) {
+    sy_status st = p->synthetic_context ? sy_context_fill(e, err) : sy_engine_reset_cache(e, err);
+    double t0 = sy_now_ms();
+    for (uint32_t c = 0; st == SY_OK && c < n_prefill * chunk; c += chunk) {
         uint32_t len = L - c < chunk ? L - c : chunk, t = 0;
         for (uint32_t b = 0; b < B; b++) {
             start[b] = c;
@@ -67,29 +143,35 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
         if (e->progress)
             e->progress(e->progress_user, e->step_index, total_steps, sy_now_ms() - t0);
     }
-    double t_prefill = sy_now_ms();
-    for (uint32_t b = 0; st == SY_OK && b < B && p->output_len > 0; b++)
-        e->tokens[(size_t)b * p->output_len] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
-    *prefill_ms = t_prefill - t0;
-    *ttft_ms = sy_now_ms() - t0;
-    for (uint32_t step = 1; st == SY_OK && step < p->output_len; step++) {
+    if (p->synthetic_context) {
+        *prefill_ms = *ttft_ms = NAN;
+    } else {
+        double t_prefill = sy_now_ms();
+        for (uint32_t b = 0; st == SY_OK && b < B; b++)
+            e->tokens[(size_t)b * out] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+        *prefill_ms = t_prefill - t0;
+        *ttft_ms = sy_now_ms() - t0;
+    }
+    sy_transfer_counts before = e->transfers;
+    for (uint32_t step = first_decoded; st == SY_OK && step < out; step++) {
         double ts = sy_now_ms();
         for (uint32_t b = 0; b < B; b++) {
-            start[b] = L + step - 1;
+            start[b] = L + step - first_decoded;
             n[b] = 1;
-            ids[b] = e->tokens[(size_t)b * p->output_len + step - 1];
+            /* After a synthetic context the first step reads the seeded token at position L. */
+            ids[b] = step == 0 ? sy_workload_token(p->token_seed, e->d.vocab, b, L)
+                               : e->tokens[(size_t)b * out + step - 1];
         }
         st = sy_forward(e, start, n, ids, 1, err);
         for (uint32_t b = 0; st == SY_OK && b < B; b++)
-            e->tokens[(size_t)b * p->output_len + step] =
-                sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
-        steps_ms[step - 1] = sy_now_ms() - ts;
+            e->tokens[(size_t)b * out + step] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+        steps_ms[step - first_decoded] = sy_now_ms() - ts;
         e->step_index++;
         if (e->progress)
             e->progress(e->progress_user, e->step_index, total_steps, sy_now_ms() - t0);
     }
-    free(start);
-    free(n);
+    add_transfers(decode_transfers, &e->transfers, &before);
+    *run_ms = sy_now_ms() - t0;
     free(ids);
     return st;
 }
@@ -98,7 +180,7 @@ sy_status sy_engine_run(sy_engine *e, sy_run_metrics *m, sy_error *err)
 {
     const sy_plan *p = &e->plan;
     uint32_t reps = p->warmup + (p->repeat ? p->repeat : 1);
-    uint32_t steps = p->output_len > 1 ? p->output_len - 1 : 0;
+    uint32_t steps = decode_steps(p);
     double *ttft = sy_xcalloc(reps, sizeof *ttft), *prefill = sy_xcalloc(reps, sizeof *prefill);
     double *all_steps = sy_xcalloc((size_t)reps * (steps ? steps : 1), sizeof *all_steps);
     sy_status st = SY_OK;
@@ -111,10 +193,14 @@ sy_status sy_engine_run(sy_engine *e, sy_run_metrics *m, sy_error *err)
             memset(e->op_ms, 0, sizeof e->op_ms);
             memset(e->op_calls, 0, sizeof e->op_calls);
         }
-        double t0 = sy_now_ms();
-        st = run_once(e, &ttft[measured], &prefill[measured], all_steps + (size_t)measured * steps, err);
+        double run_ms = 0;
+        sy_transfer_counts transfers = {0};
+        st = run_once(e, &ttft[measured], &prefill[measured], all_steps + (size_t)measured * steps, &run_ms,
+                      &transfers, err);
         if (counts) {
-            t_measured += sy_now_ms() - t0;
+            t_measured += run_ms;
+            add_transfers(&m->decode_transfers, &transfers, &(sy_transfer_counts){0});
+            m->decode_steps_measured += steps;
             memcpy(e->step_ms, all_steps + (size_t)measured * steps, steps * sizeof(double));
             measured++;
         }
@@ -124,9 +210,13 @@ sy_status sy_engine_run(sy_engine *e, sy_run_metrics *m, sy_error *err)
         double decode_ms = 0;
         for (size_t i = 0; i < (size_t)measured * steps; i++)
             decode_ms += all_steps[i];
-        m->ttft_ms = quantile(ttft, measured, 0.5);
-        double prefill_med = quantile(prefill, measured, 0.5);
-        m->prefill_tok_per_s = prefill_med > 0 ? (double)p->batch * p->input_len / (prefill_med * 1e-3) : 0;
+        if (p->synthetic_context) {
+            m->ttft_ms = m->prefill_tok_per_s = NAN; /* no prefill ran: not measured */
+        } else {
+            m->ttft_ms = quantile(ttft, measured, 0.5);
+            double prefill_med = quantile(prefill, measured, 0.5);
+            m->prefill_tok_per_s = prefill_med > 0 ? (double)p->batch * p->input_len / (prefill_med * 1e-3) : 0;
+        }
         m->decode_tok_per_s = decode_ms > 0 ? (double)decode_tokens / (decode_ms * 1e-3) : 0;
         m->tpot_median_ms = quantile(all_steps, (size_t)measured * steps, 0.5);
         m->tpot_p90_ms = quantile(all_steps, (size_t)measured * steps, 0.9);
