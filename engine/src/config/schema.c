@@ -159,8 +159,9 @@ static const sy_cfg_key keys[] = {
      .doc = "prompt tokens per prefill step (chunked prefill); 0 = the whole prompt in one step"},
     {.name = "workload.context", .type = SY_CFG_ENUM, .choices = contexts, .def = "prefill",
      .doc = "how each sequence's input_len tokens of context are made: prefill = the seeded prompt run through "
-            "the model (TTFT measured), synthetic = seeded K/V written straight into the pools and page tables as "
-            "a prefill in chunks of prefill_chunk leaves them, no prefill run (decode only; TTFT not measured)"},
+            "the model (TTFT measured), synthetic = seeded K/V written into the pools through kv_layout.write, pages "
+            "as a prefill in chunks of prefill_chunk leaves them, no prefill run (decode steps only; TTFT not "
+            "measured)"},
     {.name = "workload.warmup", .type = SY_CFG_INT, .min = 0, .max = 10000, .def = "1",
      .doc = "untimed repetitions before measuring"},
     {.name = "workload.repeat", .type = SY_CFG_INT, .min = 1, .max = 100000, .def = "3",
