@@ -1,6 +1,7 @@
 /* switchyard run CONFIG: the main job. Resolves and composes the config, builds the model on the
  * chosen backend, runs the workload, and reports TTFT, TPOT, throughput, per-op time by slot, pool
  * use and a checksum of the generated tokens. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,10 +71,17 @@ static void print_composition(const sy_composition *comp)
 static void print_metrics(const sy_plan *p, const sy_run_metrics *m)
 {
     printf("\nresults (%u measured repetitions after %u warm-up):\n", p->repeat, p->warmup);
-    printf("  TTFT                 %10.3f ms  (batch %u x %u prompt tokens)\n", m->ttft_ms, p->batch, p->input_len);
+    /* A synthetic context runs no prefill: its TTFT is not a number, and saying so beats "nan". */
+    if (isfinite(m->ttft_ms))
+        printf("  TTFT                 %10.3f ms  (batch %u x %u prompt tokens)\n", m->ttft_ms, p->batch, p->input_len);
+    else
+        printf("  TTFT                 not measured (synthetic context of %u tokens, no prefill)\n", p->input_len);
     printf("  TPOT median          %10.3f ms\n", m->tpot_median_ms);
     printf("  TPOT p90             %10.3f ms\n", m->tpot_p90_ms);
-    printf("  prefill throughput   %10.1f tok/s\n", m->prefill_tok_per_s);
+    if (isfinite(m->prefill_tok_per_s))
+        printf("  prefill throughput   %10.1f tok/s\n", m->prefill_tok_per_s);
+    else
+        printf("  prefill throughput   not measured\n");
     printf("  decode throughput    %10.1f tok/s\n", m->decode_tok_per_s);
     if (p->per_op_timing) {
         double total = 0;
