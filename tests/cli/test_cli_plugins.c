@@ -29,6 +29,7 @@ static const struct {
     const char *reason_part;
 } bad_cases[] = {
     {"not_shared_object", "open", "dlopen failed: "},
+    {"unresolved_function", "open", "undefined symbol: sy_fixture_function_defined_nowhere"},
     {"entry_hidden", "symbol", "undefined symbol: sy_plugin_entry"},
     {"both_entries", "symbol", "exports both"},
     {"abi_zero", "abi", "abi_major is 0"},

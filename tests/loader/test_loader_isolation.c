@@ -2,6 +2,7 @@
  * valid plugins of each kind and two backends; each good one loads, each bad one is refused at its
  * own stage, and nothing is skipped. */
 #include <check.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ static const struct {
     int32_t stage;
 } mix[] = {
     {"not_shared_object", SY_STAGE_OPEN},
+    {"unresolved_function", SY_STAGE_OPEN},
     {"entry_hidden", SY_STAGE_SYMBOL},
     {"both_entries", SY_STAGE_SYMBOL},
     {"abi_zero", SY_STAGE_ABI},
@@ -78,10 +80,26 @@ START_TEST(bad_libraries_do_not_stop_good_ones)
 }
 END_TEST
 
+/* Libraries are opened RTLD_LOCAL: what one plugin exports never becomes visible to the process
+ * or to the next plugin (two plugins may both define helpers of the same name). Every fixture
+ * exports sy_plugin_entry and this program defines none, so a global lookup must find nothing. */
+START_TEST(exports_stay_local)
+{
+    sy_registry *reg = sy_fixture_case_registry("valid_norm");
+    ck_assert_ptr_nonnull(sy_registry_find(reg, SY_KIND_NORM, "fixture_valid_norm", "cpu"));
+    dlerror();
+    void *global = dlsym(RTLD_DEFAULT, SY_PLUGIN_ENTRY_SYMBOL);
+    ck_assert_msg(global == NULL, "%s of a loaded plugin is visible process-wide: not opened RTLD_LOCAL",
+                  SY_PLUGIN_ENTRY_SYMBOL);
+    sy_registry_close(reg);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
         bad_libraries_do_not_stop_good_ones,
+        exports_stay_local,
     };
     return sy_fixture_run_tests("loader_isolation", tests, sizeof tests / sizeof tests[0]);
 }

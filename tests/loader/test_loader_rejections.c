@@ -35,6 +35,15 @@ START_TEST(not_a_shared_object)
 }
 END_TEST
 
+/* Every symbol is bound when the library is opened (RTLD_NOW): a library that calls a function
+ * nothing defines is refused at open with dlerror()'s text, not when the call is first made. */
+START_TEST(unresolved_function)
+{
+    expect_rejected("unresolved_function", SY_STAGE_OPEN, "dlopen failed: ");
+    expect_rejected("unresolved_function", SY_STAGE_OPEN, "undefined symbol: sy_fixture_function_defined_nowhere");
+}
+END_TEST
+
 START_TEST(no_entry_symbol)
 {
     expect_rejected("entry_hidden", SY_STAGE_SYMBOL, "exports neither sy_plugin_entry nor sy_backend_entry");
@@ -246,6 +255,7 @@ int main(void)
 {
     const TTest *tests[] = {
         not_a_shared_object,
+        unresolved_function,
         no_entry_symbol,
         both_entry_symbols,
         abi_major_zero,
