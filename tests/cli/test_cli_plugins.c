@@ -318,6 +318,43 @@ START_TEST(environment_folder_comes_after_the_option)
 }
 END_TEST
 
+/* The config's plugin_path sits between --plugin-path and $SWITCHYARD_PLUGIN_PATH, its relative
+ * entries taken from the config file's folder, not the current directory. A backend nobody
+ * provides makes `config check` print the folders it searched, in order. */
+START_TEST(config_plugin_path_between_option_and_environment)
+{
+    char *scratch = sy_scratch_dir();
+    char *option_dir = sy_fixture_printf("%s/option", scratch), *config_dir = sy_fixture_printf("%s/from_config", scratch);
+    char *env_dir = sy_fixture_printf("%s/environment", scratch);
+    ck_assert_int_eq(mkdir(option_dir, 0755), 0);
+    ck_assert_int_eq(mkdir(config_dir, 0755), 0);
+    ck_assert_int_eq(mkdir(env_dir, 0755), 0);
+    char *config = sy_scratch_write(scratch, "search.yaml", "backend: no_such_backend\nplugin_path: [from_config]\n", 0644);
+    char *env = sy_fixture_printf("SWITCHYARD_PLUGIN_PATH=%s", env_dir);
+    const char *envs[] = {env, NULL};
+    const char *args[] = {"config", "check", config, "--plugin-path", option_dir, NULL};
+    sy_process_result r;
+    sy_run_switchyard(args, envs, &r);
+    ck_assert_msg(r.exit_code == 1, "config check exited %d (signal %d), expected 1:\n%s%s", r.exit_code,
+                  r.term_signal, r.out, r.err);
+    char *plugins = sy_fixture_printf("%s/lib/switchyard/plugins", sy_fixture_build_dir());
+    char *default_dir = sy_fixture_realpath(plugins);
+    char *want = sy_fixture_printf("backend 'no_such_backend' is not loaded (found: cpu; searched %s:%s:%s:%s)",
+                                   option_dir, config_dir, env_dir, default_dir);
+    ck_assert_msg(strstr(r.err, want) || strstr(r.out, want), "expected '%s' in:\n%s%s", want, r.out, r.err);
+    sy_process_result_free(&r);
+    free(want);
+    free(default_dir);
+    free(plugins);
+    free(env);
+    free(config);
+    free(env_dir);
+    free(config_dir);
+    free(option_dir);
+    sy_scratch_remove(scratch);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -326,6 +363,7 @@ int main(void)
         json_is_valid_with_the_expected_fields,
         allow_insecure_plugins_option,
         environment_folder_comes_after_the_option,
+        config_plugin_path_between_option_and_environment,
     };
     return sy_fixture_run_tests("cli_plugins", tests, sizeof tests / sizeof tests[0]);
 }
