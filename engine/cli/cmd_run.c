@@ -33,12 +33,28 @@ static void usage(FILE *f)
                "--json writes the same report as JSON (atomically); report.json in the config does too.\n");
 }
 
+/* Tokens the first `steps` forwards of a repetition have processed: the prefill chunks (none for a
+ * synthetic context), then one token per sequence per decode step. */
+static double tokens_after(const sy_plan *p, uint32_t steps)
+{
+    uint32_t chunk = sy_plan_chunk(p);
+    uint32_t n_prefill = p->synthetic_context ? 0 : (p->input_len + chunk - 1) / chunk;
+    if (steps <= n_prefill) {
+        uint64_t prompt = (uint64_t)steps * chunk;
+        return (double)p->batch * (double)(prompt < p->input_len ? prompt : p->input_len);
+    }
+    return (double)p->batch * ((n_prefill ? p->input_len : 0) + (double)(steps - n_prefill));
+}
+
+/* One line, rewritten in place: only ever shown on a terminal (see sy_cmd_run). */
 static void progress(void *user, uint32_t done, uint32_t total, double elapsed_ms)
 {
-    (void)user;
-    double rate = elapsed_ms > 0 ? done / (elapsed_ms * 1e-3) : 0;
-    double eta = rate > 0 ? (total - done) / rate : 0;
-    fprintf(stderr, "\r  step %u/%u  %.1f steps/s  ETA %.1fs   ", done, total, rate, eta);
+    const sy_plan *p = user;
+    double seconds = elapsed_ms * 1e-3;
+    double steps_per_s = seconds > 0 ? done / seconds : 0;
+    double eta = steps_per_s > 0 ? (total - done) / steps_per_s : 0;
+    fprintf(stderr, "\r  step %u/%u  %.0f tok/s  ETA %.1fs   ", done, total,
+            seconds > 0 ? tokens_after(p, done) / seconds : 0.0, eta);
     if (done == total)
         fputs("\r\033[K", stderr);
 }
@@ -291,7 +307,7 @@ int sy_cmd_run(int argc, char **argv)
         goto done;
     }
     if (!o.quiet && isatty(fileno(stderr)))
-        sy_engine_set_progress(engine, progress, NULL);
+        sy_engine_set_progress(engine, progress, &plan);
     sy_run_metrics m;
     if (sy_engine_run(engine, &m, &err) != SY_OK) {
         fprintf(stderr, "switchyard run: %s\n", err.msg);

@@ -11,6 +11,7 @@
 #include "model/context.h"
 #include "model/engine.h"
 #include "model/engine_impl.h"
+#include "model/presets.h"
 #include "model/steps.h"
 #include "ref_forward.h"
 #include "sy_synth.h"
@@ -33,30 +34,12 @@ static void close_registry(void)
     reg = NULL;
 }
 
+/* The tiny preset itself (its numbers are pinned in tests/config presets_match_the_models). */
 static sy_model_dims tiny(void)
 {
-    sy_model_dims d = {0};
-    d.layers = 4;
-    d.hidden = 128;
-    d.q_heads = 4;
-    d.kv_heads = 2;
-    d.head_dim = 32;
-    d.experts = 8;
-    d.top_k = 2;
-    d.intermediate = 128;
-    d.vocab = 512;
-    d.sliding_window = 16;
-    d.swa_even_layers = 1;
-    d.has_sinks = 1;
-    d.rope_theta = 150000.0f;
-    d.yarn_factor = 32.0f;
-    d.yarn_beta_fast = 32.0f;
-    d.yarn_beta_slow = 1.0f;
-    d.yarn_original_max_position = 4096;
-    d.rms_eps = 1e-5f;
-    d.swiglu_alpha = 1.702f;
-    d.swiglu_limit = 7.0f;
-    return d;
+    const sy_model_preset *p = sy_model_preset_find("tiny");
+    ck_assert_ptr_nonnull(p);
+    return p->dims;
 }
 
 typedef struct variant {
@@ -69,6 +52,7 @@ typedef struct variant {
     uint32_t pool_tokens;
     int synthetic; /* workload.context synthetic */
     int per_op;    /* report.per_op */
+    uint32_t swa_pool_tokens;
 } variant;
 
 static const sy_registry_entry *need(int32_t kind, const char *name)
@@ -98,6 +82,7 @@ static sy_plan make_plan(const variant *v, uint64_t seed)
     p.fuse_rope_kv = v->fuse_rope;
     p.pad_multiple = v->pad;
     p.pool_tokens = v->pool_tokens;
+    p.swa_pool_tokens = v->swa_pool_tokens;
     p.batch = v->batch;
     p.input_len = v->input_len;
     p.output_len = v->output_len;
@@ -211,14 +196,14 @@ static void run_and_check(const variant *v, double tol)
 
 START_TEST(prefill_only_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
 START_TEST(prefill_and_decode_match_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -228,7 +213,7 @@ END_TEST
  * element. Most rows still agree to 1e-6; over 26 seeds the largest was 3.3e-3. */
 START_TEST(bf16_kv_matches_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0};
     run_and_check(&v, 2e-2);
 }
 END_TEST
@@ -237,7 +222,7 @@ static const uint32_t chunks[] = {1, 7, 0};
 
 START_TEST(chunked_prefill_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -262,7 +247,7 @@ static void assert_identical(const variant *a, const variant *b)
 START_TEST(nhd_and_vectorized_5d_identical)
 {
     /* _i 1: over a synthetic context, which both layouts must hold alike. */
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0};
     variant b = a;
     b.kv = "kv_vectorized_5d";
     assert_identical(&a, &b);
@@ -271,7 +256,7 @@ END_TEST
 
 START_TEST(interleave_and_separated_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0};
     variant b = a;
     b.moe = "moe_mxfp4_separated";
     assert_identical(&a, &b);
@@ -280,7 +265,7 @@ END_TEST
 
 START_TEST(fuse_pad_on_and_off_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0};
     variant b = a;
     b.pad = 256;
     assert_identical(&a, &b);
@@ -289,7 +274,7 @@ END_TEST
 
 START_TEST(fused_rope_kv_write_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0};
     variant b = a;
     b.fuse_rope = 1;
     assert_identical(&a, &b);
@@ -300,7 +285,7 @@ START_TEST(swa_pool_bounded_by_window)
 {
     /* 200 decode steps with a 16-token window and pages of 16: at most ceil((16-1+1)/16)+1 pages per
      * sequence are ever live in the sliding pool, however long the decode. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_msg(run_variant(&v, sy_test_seed(), &r, &err) == SY_OK, "%s", err.msg);
@@ -310,14 +295,36 @@ START_TEST(swa_pool_bounded_by_window)
 }
 END_TEST
 
-START_TEST(pool_exhaustion_is_a_clear_error)
+/* The run fails with SY_E_NOMEM (and no crash) and its message holds every one of parts. */
+static void expect_pool_error(const variant *v, const char *const *parts, size_t n_parts)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0};
     result r;
     sy_error err = {{0}};
-    ck_assert_int_eq(run_variant(&v, sy_test_seed(), &r, &err), SY_E_NOMEM);
-    ck_assert_msg(strstr(err.msg, "KV pool exhausted") && strstr(err.msg, "kv_cache.pool_tokens"), "%s", err.msg);
+    ck_assert_int_eq(run_variant(v, sy_test_seed(), &r, &err), SY_E_NOMEM);
+    for (size_t i = 0; i < n_parts; i++)
+        ck_assert_msg(strstr(err.msg, parts[i]), "'%s' not in: %s", parts[i], err.msg);
     free_result(&r);
+}
+
+START_TEST(pool_exhaustion_is_a_clear_error)
+{
+    /* 32 pool tokens = 2 pages of 16: sequence 0 takes both for its 20-token prompt, sequence 1
+     * finds none. The message names what was needed, what the pool holds and the keys to raise. */
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0};
+    static const char *const parts[] = {"KV pool exhausted: sequence 1 needs 20 tokens (2 pages of 16)",
+                                        "all 2 pages (32 tokens)", "the workload needs 8 pages (128 tokens)",
+                                        "kv_cache.pool_tokens", "kv_cache.memory_budget_mib"};
+    expect_pool_error(&v, parts, sizeof parts / sizeof parts[0]);
+}
+END_TEST
+
+START_TEST(swa_pool_exhaustion_is_a_clear_error)
+{
+    /* A sliding pool of one page cannot hold a 20-token prompt (window 16, pages of 16). */
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16};
+    static const char *const parts[] = {"sliding-window KV pool exhausted: sequence 0 needs a page for 20 tokens",
+                                        "all 1 pages (16 tokens)", "window of 16 tokens", "kv_cache.swa_pool_tokens"};
+    expect_pool_error(&v, parts, sizeof parts / sizeof parts[0]);
 }
 END_TEST
 
@@ -353,7 +360,7 @@ START_TEST(synthetic_context_decode_matches_reference)
      * table naming a wrong page, a slot map off by a page or a context written to the wrong slots
      * changes these logits. An f32 pool holds the bf16 context exactly and leaves only f32
      * rounding between the two (F32_KV_TOLERANCE). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -414,7 +421,7 @@ START_TEST(synthetic_context_pool_is_the_definition)
     /* The pools after a synthetic fill: the same bytes for one seed, other bytes for another, and
      * read back through the layout's own gather, every live position of every layer and sequence
      * holds exactly its defined K and V (bf16, bit for bit). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0};
     uint64_t seed = sy_test_seed();
     sy_engine *a = synthetic_engine(&v, seed, 11), *b = synthetic_engine(&v, seed, 11);
     sy_engine *other = synthetic_engine(&v, seed, 12);
@@ -513,7 +520,7 @@ START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
      * context equal those a real chunked prefill of the same shape leaves, and still do after a
      * decode step on each. */
     uint32_t chunk = (uint32_t[]){8, 5, 0}[_i];
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0};
     variant pv = v;
     pv.synthetic = 0;
     uint64_t seed = sy_test_seed();
@@ -607,7 +614,7 @@ START_TEST(decode_step_copies_and_waits_once)
      * of the logits back, and at most three copies up: the index block, the embeddings, and the
      * slot map on a step where a sequence gained or lost a page. 20 steps over pages of 16 cross
      * page boundaries, so steps with and without page changes are both counted. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0};
     /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
     sy_plan p = make_plan(&v, sy_test_seed());
     sy_engine *e = NULL;
@@ -643,6 +650,7 @@ static Suite *suite(void)
     tcase_add_test(t, fused_rope_kv_write_identical);
     tcase_add_test(t, swa_pool_bounded_by_window);
     tcase_add_test(t, pool_exhaustion_is_a_clear_error);
+    tcase_add_test(t, swa_pool_exhaustion_is_a_clear_error);
     tcase_add_loop_test(t, synthetic_context_decode_matches_reference, 0, 2);
     tcase_add_loop_test(t, synthetic_context_pool_is_the_definition, 0, 2);
     tcase_add_loop_test(t, synthetic_context_pages_as_a_prefill_leaves_them, 0, 3);

@@ -76,7 +76,9 @@ typedef struct sy_run_metrics {
 sy_status sy_engine_create(const sy_plan *plan, sy_engine **out, sy_error *err);
 void sy_engine_destroy(sy_engine *e);
 void sy_engine_set_checkpoint(sy_engine *e, sy_checkpoint_fn fn, void *user);
-/* Progress callback: called after each step with (done, total). */
+/* Tokens per prefill forward: prefill_chunk, or the whole prompt when it is 0 or larger. */
+uint32_t sy_plan_chunk(const sy_plan *p);
+/* Progress callback: called after each forward of a repetition with (done, total) forwards. */
 void sy_engine_set_progress(sy_engine *e, void (*fn)(void *user, uint32_t done, uint32_t total, double elapsed_ms),
                             void *user);
 /* Runs warmup + repeat repetitions of the workload; metrics are those of the measured repetitions

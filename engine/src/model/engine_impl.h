@@ -123,9 +123,6 @@ uint32_t sy_greedy_token(const float *logits, uint32_t vocab);
 /* Empties every sequence and returns its pages to the pools. */
 sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err);
 
-/* Tokens per prefill forward: prefill_chunk, or the whole prompt when it is 0 or larger. */
-uint32_t sy_plan_chunk(const sy_plan *p);
-
 /* Index block (index_block.c): entries it needs for this plan, and the packing of one forward
  * into it. */
 size_t sy_index_block_entries(const sy_engine *e, size_t *tables_len);

@@ -92,20 +92,23 @@ sy_status sy_kv_cache_reserve(sy_kv_cache *c, uint32_t s, uint32_t new_len, sy_e
         int32_t full = pool_alloc(&c->full);
         if (!full)
             return sy_fail(err, SY_E_NOMEM,
-                           "KV pool exhausted: sequence %u needs page %u of the full-attention pool, all %u pages "
-                           "(%u tokens) are in use; raise kv_cache.pool_tokens or kv_cache.memory_budget, or lower "
-                           "workload.batch / input_len / output_len",
-                           s, q->n_pages, c->full.num_pages - 1, (c->full.num_pages - 1) * c->page_size);
+                           "KV pool exhausted: sequence %u needs %u tokens (%u pages of %u) and all %u pages "
+                           "(%u tokens) of the full-attention pool are in use; the workload needs %u pages (%u "
+                           "tokens); raise kv_cache.pool_tokens or kv_cache.memory_budget_mib (0 = sized for the "
+                           "workload), or lower workload.batch / input_len / output_len",
+                           s, new_len, need, c->page_size, c->full.num_pages - 1, (c->full.num_pages - 1) * c->page_size,
+                           c->n_seq * c->max_pages_per_seq, c->n_seq * c->max_pages_per_seq * c->page_size);
         int32_t swa = 0;
         if (c->window) {
             swa = pool_alloc(&c->swa);
             if (!swa) {
                 pool_release(&c->full, full);
                 return sy_fail(err, SY_E_NOMEM,
-                               "sliding-window KV pool exhausted: sequence %u needs a page, all %u pages are in use; "
-                               "each sequence needs the window of %u tokens plus one prefill chunk; raise "
-                               "kv_cache.swa_pool_tokens (0 sizes it automatically) or lower workload.prefill_chunk",
-                               s, c->swa.num_pages - 1, c->window);
+                               "sliding-window KV pool exhausted: sequence %u needs a page for %u tokens and all %u "
+                               "pages (%u tokens) are in use; each sequence needs the window of %u tokens plus one "
+                               "prefill chunk; raise kv_cache.swa_pool_tokens (0 sizes it automatically) or lower "
+                               "workload.prefill_chunk",
+                               s, new_len, c->swa.num_pages - 1, (c->swa.num_pages - 1) * c->page_size, c->window);
             }
             map_page(c, full, swa);
         }
