@@ -10,7 +10,7 @@
 enum {
     SY_EXIT_OK = 0,       /* success */
     SY_EXIT_FAILED = 1,   /* the command ran and its verdict is negative (config errors, numerics beyond tolerance, failed cases) */
-    SY_EXIT_USAGE = 2,    /* bad command line, unusable config, or a command not built yet */
+    SY_EXIT_USAGE = 2,    /* bad command line or unusable config */
     SY_EXIT_RUNTIME = 3   /* a backend, plugin or I/O failure while running */
 };
 
@@ -34,8 +34,5 @@ int sy_cmd_config(int argc, char **argv);
 int sy_cmd_conformance(int argc, char **argv);
 int sy_cmd_bench(int argc, char **argv);
 int sy_cmd_checkpoint(int argc, char **argv);
-
-/* For subcommands that another piece of work provides. */
-int sy_cli_not_built(const char *command);
 
 #endif

@@ -47,9 +47,3 @@ sy_status sy_cli_open_registry(const sy_cli_common *c, sy_registry **reg, sy_err
     o.n_plugin_paths = c->n_plugin_paths;
     return sy_registry_open(&o, reg, err);
 }
-
-int sy_cli_not_built(const char *command)
-{
-    fprintf(stderr, "switchyard: '%s' is not built yet in this version\n", command);
-    return SY_EXIT_USAGE;
-}

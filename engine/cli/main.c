@@ -36,9 +36,12 @@ static void usage(FILE *f)
             "plugin search order: --plugin-path / config plugin_path, then $SWITCHYARD_PLUGIN_PATH,\n"
             "then the switchyard/plugins folder beside libswitchyard; never the current directory.\n"
             "\n"
-            "exit status: 0 success; 1 the command's verdict is negative (config errors, numerics\n"
-            "beyond tolerance, failed conformance cases); 2 usage or config error, or a command not\n"
-            "built; 3 a backend, plugin or I/O failure while running.\n");
+            "exit status:\n"
+            "  0  success\n"
+            "  1  the command's verdict is negative (config errors, numerics beyond tolerance,\n"
+            "     failed conformance cases)\n"
+            "  2  usage or config error\n"
+            "  3  a backend, plugin or I/O failure while running\n");
 }
 
 int main(int argc, char **argv)

@@ -29,8 +29,9 @@ static void expect_run(const char *const *args, int exit_code, int on_stderr, co
 
 START_TEST(help_exits_zero_and_documents_exit_codes)
 {
-    static const char *const parts[] = {"usage: switchyard", "exit status: 0 success; 1 ",
-                                        "; 2 usage or config error", "; 3 a backend, plugin or I/O failure",
+    static const char *const parts[] = {"usage: switchyard", "exit status:\n  0  success\n",
+                                        "\n  1  the command's verdict is negative", "\n  2  usage or config error\n",
+                                        "\n  3  a backend, plugin or I/O failure while running\n",
                                         "  plugins ", "--plugin-path DIR", "--allow-insecure-plugins",
                                         "never the current directory", NULL};
     const char *spellings[] = {"--help", "-h", "help"};
