@@ -90,6 +90,20 @@ START_TEST(struct_size_too_small)
 }
 END_TEST
 
+/* A zeroed header is an uninitialized descriptor, never an empty but acceptable one. */
+START_TEST(struct_size_zero)
+{
+    expect_rejected("struct_size_zero", SY_STAGE_DESCRIPTOR, "struct_size is 0");
+}
+END_TEST
+
+/* Names appear in configs and file names: [a-z0-9_]+ only. */
+START_TEST(name_not_identifier)
+{
+    expect_rejected("name_not_identifier", SY_STAGE_DESCRIPTOR, "name 'Fixture-Name' is not of the form [a-z0-9_]+");
+}
+END_TEST
+
 START_TEST(empty_name)
 {
     expect_rejected("empty_name", SY_STAGE_DESCRIPTOR, "empty name");
@@ -262,6 +276,8 @@ int main(void)
         abi_other_major,
         abi_newer_minor,
         struct_size_too_small,
+        struct_size_zero,
+        name_not_identifier,
         empty_name,
         empty_backend,
         unknown_kind,
