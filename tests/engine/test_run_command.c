@@ -199,9 +199,42 @@ START_TEST(progress_line_only_on_a_terminal_and_not_quiet)
 }
 END_TEST
 
+/* The unsigned number after `"key":` in a JSON text, or -1. */
+static long long json_uint(const char *text, const char *key)
+{
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    const char *p = strstr(text, quoted);
+    if (!p || !(p = strchr(p, ':')))
+        return -1;
+    return strtoll(p + 1, NULL, 10);
+}
+
+START_TEST(memory_budget_bounds_both_pools)
+{
+    /* kv_cache.memory_budget_mib covers the sliding-window pool and the full-attention pool, their
+     * padding pages included: the default run under 1 MiB uses all of it and not a byte more. */
+    char dir[4096], json[4200];
+    make_dir(dir, sizeof dir, "budget_ok");
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    sy_process_result r;
+    sy_run_switchyard(
+        (const char *const[]){"run", default_config, "--json", json, "--set", "kv_cache.memory_budget_mib=1", NULL},
+        NULL, &r);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    char *text = read_file(json);
+    long long bytes = json_uint(text, "pool_bytes");
+    ck_assert_msg(bytes > 1048576 - 16 * 512 && bytes <= 1048576, "pool_bytes %lld under a budget of 1 MiB", bytes);
+    free(text);
+    sy_process_result_free(&r);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(pool_too_small_for_the_budget_is_a_clear_error)
 {
-    /* 1 MiB holds 2048 tokens of the tiny model's two full-attention layers (512 bytes a token);
+    /* 1 MiB less the sliding pool (17 pages of 16 tokens at 512 bytes a token over the two sliding
+     * layers) leaves 1760 tokens beside the padding page for the two full-attention layers;
      * 4 x (600 + 16) tokens do not fit. The run stops with the pool's message, no report file. */
     char dir[4096], json[4200], entries[1024];
     make_dir(dir, sizeof dir, "budget");
@@ -212,7 +245,7 @@ START_TEST(pool_too_small_for_the_budget_is_a_clear_error)
                                             "workload.input_len=600", NULL},
                       NULL, &r);
     ck_assert_msg(r.exit_code == 3, "exit %d (signal %d): %s", r.exit_code, r.term_signal, r.err);
-    ck_assert_msg(strstr(r.err, "KV pool exhausted") && strstr(r.err, "all 128 pages (2048 tokens)") &&
+    ck_assert_msg(strstr(r.err, "KV pool exhausted") && strstr(r.err, "all 110 pages (1760 tokens)") &&
                       strstr(r.err, "kv_cache.memory_budget_mib"),
                   "%s", r.err);
     list_dir(dir, entries, sizeof entries);
@@ -231,6 +264,7 @@ int main(void)
     tcase_add_test(t, run_prints_composition_and_every_metric);
     tcase_add_test(t, checksum_is_a_function_of_the_seeds);
     tcase_add_test(t, progress_line_only_on_a_terminal_and_not_quiet);
+    tcase_add_test(t, memory_budget_bounds_both_pools);
     tcase_add_test(t, pool_too_small_for_the_budget_is_a_clear_error);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);

@@ -402,6 +402,23 @@ static sy_status load_layer(sy_engine *e, sy_weights *wsrc, uint32_t l, sy_error
     return st;
 }
 
+uint32_t sy_plan_swa_pages(const sy_plan *p)
+{
+    uint32_t P = p->page_size, W = p->dims.sliding_window;
+    if (!W || !P)
+        return 0;
+    if (p->swa_pool_tokens)
+        return (p->swa_pool_tokens + P - 1) / P + 1;
+    uint32_t pages_per_seq = (p->input_len + p->output_len + P - 1) / P;
+    /* A chunk's queries see W - 1 earlier keys: that span plus the chunk, page-aligned. */
+    uint32_t chunk = sy_plan_chunk(p);
+    uint32_t span = W - 1 + (chunk > 1 ? chunk : 1);
+    uint32_t need = (span + P - 1) / P + 1;
+    if (need > pages_per_seq)
+        need = pages_per_seq;
+    return p->batch * need + 1;
+}
+
 static sy_status alloc_pools(sy_engine *e, sy_error *err)
 {
     const sy_plan *p = &e->plan;
@@ -409,15 +426,7 @@ static sy_status alloc_pools(sy_engine *e, sy_error *err)
     uint32_t seq_tokens = p->input_len + p->output_len;
     uint32_t pages_per_seq = (seq_tokens + P - 1) / P;
     e->full_pages = p->pool_tokens ? (p->pool_tokens + P - 1) / P + 1 : p->batch * pages_per_seq + 1;
-    if (W) {
-        /* A chunk's queries see W - 1 earlier keys: that span plus the chunk, page-aligned. */
-        uint32_t chunk = sy_plan_chunk(p);
-        uint32_t span = W - 1 + (chunk > 1 ? chunk : 1);
-        uint32_t need = (span + P - 1) / P + 1;
-        if (need > pages_per_seq)
-            need = pages_per_seq;
-        e->swa_pages = p->swa_pool_tokens ? (p->swa_pool_tokens + P - 1) / P + 1 : p->batch * need + 1;
-    }
+    e->swa_pages = sy_plan_swa_pages(p);
     sy_status st = sy_kv_cache_init(&e->cache, P, W, p->batch, seq_tokens, e->full_pages, e->swa_pages ? e->swa_pages : 2,
                                     err);
     if (st != SY_OK)

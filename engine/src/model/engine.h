@@ -78,6 +78,9 @@ void sy_engine_destroy(sy_engine *e);
 void sy_engine_set_checkpoint(sy_engine *e, sy_checkpoint_fn fn, void *user);
 /* Tokens per prefill forward: prefill_chunk, or the whole prompt when it is 0 or larger. */
 uint32_t sy_plan_chunk(const sy_plan *p);
+/* Pages of the sliding-window pool, padding page included (0 without sliding layers): from
+ * kv_cache.swa_pool_tokens, else the window plus one prefill chunk per sequence. */
+uint32_t sy_plan_swa_pages(const sy_plan *p);
 /* Progress callback: called after each forward of a repetition with (done, total) forwards. */
 void sy_engine_set_progress(sy_engine *e, void (*fn)(void *user, uint32_t done, uint32_t total, double elapsed_ms),
                             void *user);

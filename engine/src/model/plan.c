@@ -75,17 +75,23 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->swa_pool_tokens = u32(cfg, "kv_cache.swa_pool_tokens");
     uint64_t budget = (uint64_t)sy_config_int(cfg, "kv_cache.memory_budget_mib") << 20;
     if (budget && !p->pool_tokens) {
-        /* The budget covers the full-attention layers' K and V; the sliding pool is sized by the window. */
+        /* The budget bounds both pools: the sliding pool is sized by the window and the chunk and
+         * comes first; the full-attention pool gets the rest, its padding page included. */
+        uint64_t token_bytes = 2ull * p->dims.kv_heads * p->dims.head_dim * sy_dtype_size(p->kv_dtype);
         uint64_t full_layers = 0;
         for (uint32_t l = 0; l < p->dims.layers; l++)
             full_layers += !sy_layer_is_sliding(&p->dims, l);
-        uint64_t per_token = 2ull * p->dims.kv_heads * p->dims.head_dim * sy_dtype_size(p->kv_dtype) *
-                             (full_layers ? full_layers : 1);
-        uint64_t tokens = budget / per_token;
+        uint64_t swa_bytes =
+            (uint64_t)sy_plan_swa_pages(p) * p->page_size * token_bytes * (p->dims.layers - full_layers);
+        uint64_t per_token = token_bytes * (full_layers ? full_layers : 1);
+        uint64_t tokens = budget > swa_bytes ? (budget - swa_bytes) / per_token : 0;
+        tokens = tokens > p->page_size ? (tokens - p->page_size) / p->page_size * p->page_size : 0;
         if (tokens < p->page_size)
             return sy_fail(err, SY_E_INVALID,
-                           "kv_cache.memory_budget_mib: %llu MiB holds %llu tokens, less than one page of %u",
-                           (unsigned long long)(budget >> 20), (unsigned long long)tokens, p->page_size);
+                           "kv_cache.memory_budget_mib: %llu MiB leaves %llu tokens for the full-attention pool "
+                           "after the sliding-window pool's %.1f MiB, less than one page of %u",
+                           (unsigned long long)(budget >> 20), (unsigned long long)tokens,
+                           (double)swa_bytes / 1048576.0, p->page_size);
         p->pool_tokens = tokens > 0x7FFFFFFFull ? 0x7FFFFFFFu : (uint32_t)tokens;
     }
     return SY_OK;
