@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ab_json.h"
 #include "ab_run.h"
@@ -51,6 +52,16 @@ static void expect_every_checkpoint_compared(run *x)
                       want);
     }
     ck_assert_uint_eq(ab_json_length(&x->doc, "numerics.checkpoints"), (size_t)STEPS * (LAYERS + 1));
+}
+
+/* Rows compared and skipped at checkpoint l (LAYERS: the logits). */
+static void layer_rows(run *x, int l, double *compared, double *skipped)
+{
+    char path[96];
+    snprintf(path, sizeof path, "numerics.per_layer.%d.rows_compared", l);
+    *compared = ab_json_number(&x->doc, path);
+    snprintf(path, sizeof path, "numerics.per_layer.%d.rows_skipped", l);
+    *skipped = ab_json_number(&x->doc, path);
 }
 
 static void expect_bit_exact(run *x)
@@ -234,11 +245,8 @@ START_TEST(rows_meet_by_position_across_prefill_chunks)
     const char *extra[] = {"--rounds", "0", "--tolerance", "10", "--set-b", "workload.prefill_chunk=0", NULL};
     run_ab(&x, extra, 0);
     for (int l = 0; l <= LAYERS; l++) {
-        char path[96];
-        snprintf(path, sizeof path, "numerics.per_layer.%d.rows_compared", l);
-        double compared = ab_json_number(&x.doc, path);
-        snprintf(path, sizeof path, "numerics.per_layer.%d.rows_skipped", l);
-        double skipped = ab_json_number(&x.doc, path);
+        double compared, skipped;
+        layer_rows(&x, l, &compared, &skipped);
         double want = l < LAYERS ? BATCH * POSITIONS : BATCH * (1 + OUTPUT_LEN - 1);
         ck_assert_msg(compared + skipped == want, "layer %d: %g + %g rows, want %g", l, compared, skipped, want);
         ck_assert(compared >= BATCH * (l < LAYERS ? INPUT_LEN : 1));
@@ -248,24 +256,87 @@ START_TEST(rows_meet_by_position_across_prefill_chunks)
 }
 END_TEST
 
-START_TEST(different_seeds_are_refused)
+/* After a synthetic context (seeded K/V, no prefill) the decode positions input_len .. input_len +
+ * output_len - 1 are compared, and the timing has no prefill row: no prefill ran. */
+START_TEST(synthetic_context_compares_the_decode_steps)
+{
+    run x;
+    const char *extra[] = {"--rounds", "3", "--set", "workload.context=synthetic", "--set-b",
+                           "kv_cache.layout=vectorized_5d", NULL};
+    run_ab(&x, extra, 0);
+    ck_assert_str_eq(ab_json_text(&x.doc, "numerics.context"), "synthetic");
+    ck_assert(ab_json_bool(&x.doc, "numerics.bit_exact"));
+    ck_assert(ab_json_bool(&x.doc, "numerics.tokens.identical"));
+    for (int l = 0; l <= LAYERS; l++) {
+        double compared, skipped;
+        layer_rows(&x, l, &compared, &skipped);
+        ck_assert_msg(compared == BATCH * OUTPUT_LEN && skipped == 0, "layer %d: %g compared, %g skipped", l, compared,
+                      skipped);
+    }
+    ck_assert_uint_eq(ab_json_length(&x.doc, "numerics.checkpoints"), (size_t)OUTPUT_LEN * (LAYERS + 1));
+    size_t rows = ab_json_length(&x.doc, "timing.rows");
+    int decode_rows = 0;
+    for (size_t i = 0; i < rows; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "timing.rows.%zu.kind", i);
+        const char *kind = ab_json_text(&x.doc, path);
+        ck_assert_msg(strcmp(kind, "prefill") != 0, "a prefill row after a synthetic context:\n%s", x.r.proc.out);
+        decode_rows += strcmp(kind, "decode_step") == 0;
+    }
+    ck_assert_int_eq(decode_rows, 1);
+    expect_text(&x, "prefill (TTFT): not measured (synthetic context");
+    ck_assert_msg(!strstr(x.r.proc.out, "nan"), "the report prints nan:\n%s", x.r.proc.out);
+    run_free(&x);
+
+    /* The planted plugin diverges at the first decode position; a sequence's rows are compared up to
+     * the position fed its first differing token (the first step is fed the seeded token). */
+    const char *sinks[] = {"--rounds", "0", "--set", "workload.context=synthetic", "--set-b",
+                           "attention.plugin=attn_drop_sinks", NULL};
+    run_ab(&x, sinks, 1);
+    ck_assert_str_eq(ab_json_text(&x.doc, "numerics.first_difference.checkpoint"), "layer 0");
+    ck_assert(ab_json_number(&x.doc, "numerics.first_difference.step") == 0);
+    ck_assert(ab_json_number(&x.doc, "numerics.first_difference.position") == INPUT_LEN);
+    double want = 0;
+    for (int b = 0; b < BATCH; b++) {
+        int same = 0;
+        char pa[64], pb[64];
+        for (; same < OUTPUT_LEN; same++) {
+            snprintf(pa, sizeof pa, "numerics.tokens.a.%d.%d", b, same);
+            snprintf(pb, sizeof pb, "numerics.tokens.b.%d.%d", b, same);
+            if (ab_json_number(&x.doc, pa) != ab_json_number(&x.doc, pb))
+                break;
+        }
+        want += same + 1 < OUTPUT_LEN ? same + 1 : OUTPUT_LEN;
+    }
+    for (int l = 0; l <= LAYERS; l++) {
+        double compared, skipped;
+        layer_rows(&x, l, &compared, &skipped);
+        ck_assert_msg(compared == want && compared + skipped == BATCH * OUTPUT_LEN,
+                      "layer %d: %g compared, %g skipped, want %g", l, compared, skipped, want);
+    }
+    run_free(&x);
+}
+END_TEST
+
+/* B set apart from A by one identity key: refused with exit 2, naming the key, and no report. */
+static void expect_refused(const char *b_setting, const char *says)
 {
     ab_result r;
-    char *other = sy_fixture_printf("model.seed=%llu", ab_model_seed() + 1);
-    const char *extra[] = {"--rounds", "0", "--set-b", other, NULL};
+    const char *extra[] = {"--rounds", "0", "--set-b", b_setting, NULL};
     ab_run(extra, &r);
     ab_expect_exit(&r, 2);
-    ck_assert_msg(strstr(r.proc.err, "model.seed differs: A has ") && strstr(r.proc.err, "both sides must run the same"),
-                  "%s", r.proc.err);
+    ck_assert_msg(strstr(r.proc.err, says) && strstr(r.proc.err, "both sides must run the same"), "%s", r.proc.err);
     ck_assert_msg(r.json == NULL, "a refused comparison wrote a report");
     ab_result_free(&r);
-    free(other);
+}
 
-    const char *shape[] = {"--rounds", "0", "--set-b", "workload.output_len=5", NULL};
-    ab_run(shape, &r);
-    ab_expect_exit(&r, 2);
-    ck_assert_msg(strstr(r.proc.err, "workload.output_len differs"), "%s", r.proc.err);
-    ab_result_free(&r);
+START_TEST(different_seeds_are_refused)
+{
+    char *other = sy_fixture_printf("model.seed=%llu", ab_model_seed() + 1);
+    expect_refused(other, "model.seed differs: A has ");
+    free(other);
+    expect_refused("workload.output_len=5", "workload.output_len differs");
+    expect_refused("workload.context=synthetic", "workload.context differs: A has prefill");
 }
 END_TEST
 
@@ -373,6 +444,50 @@ START_TEST(reports_are_written_atomically)
 }
 END_TEST
 
+/* A report replaces an older one by rename, never by writing through it: a second link to the old
+ * file keeps the old text. A run that fails (here: no room for A's checkpoints) leaves the old report
+ * as it was. */
+START_TEST(an_old_report_is_replaced_whole_or_not_at_all)
+{
+    char *dir = sy_scratch_dir();
+    const char *old_text = "{\"old\": true}\n";
+    char *path = sy_scratch_write(dir, "kept.json", old_text, 0644);
+    char *link_path = sy_fixture_printf("%s/kept-link.json", dir);
+    ck_assert_msg(link(path, link_path) == 0, "cannot link %s", path);
+
+    ab_result r;
+    const char *extra[] = {"--rounds", "0", "--json", path, NULL};
+    ab_run(extra, &r);
+    ab_expect_exit(&r, 0);
+    char *now = ab_slurp(path), *linked = ab_slurp(link_path);
+    ck_assert_msg(now && strstr(now, "\"report\": \"ab\""), "%s is not the new report", path);
+    ck_assert_msg(linked && strcmp(linked, old_text) == 0, "the old report was written through: %s", linked);
+    free(now);
+    free(linked);
+    ab_result_free(&r);
+
+    const char *env[] = {"TMPDIR=/nonexistent/spill", NULL};
+    char *before = ab_slurp(path);
+    ab_run_env(extra, env, &r);
+    ab_expect_exit(&r, 3);
+    now = ab_slurp(path);
+    ck_assert_msg(now && strcmp(now, before) == 0, "a failed run changed %s", path);
+    free(now);
+    free(before);
+    ab_result_free(&r);
+    DIR *d = opendir(dir);
+    ck_assert(d != NULL);
+    for (struct dirent *e; (e = readdir(d));)
+        ck_assert_msg(e->d_name[0] == '.' || strcmp(e->d_name, "kept.json") == 0 ||
+                          strcmp(e->d_name, "kept-link.json") == 0,
+                      "stray file %s", e->d_name);
+    closedir(d);
+    free(path);
+    free(link_path);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
     ab_model_seed();
@@ -382,10 +497,12 @@ int main(void)
                             fp8_pool_differs_within_its_tolerance,
                             dropped_sinks_are_caught_at_layer_0_step_0,
                             rows_meet_by_position_across_prefill_chunks,
+                            synthetic_context_compares_the_decode_steps,
                             different_seeds_are_refused,
                             two_config_files,
                             usage_errors_exit_2,
                             unwritable_spill_folder_exits_3,
-                            reports_are_written_atomically};
+                            reports_are_written_atomically,
+                            an_old_report_is_replaced_whole_or_not_at_all};
     return sy_fixture_run_tests("ab_command", tests, sizeof tests / sizeof tests[0]);
 }

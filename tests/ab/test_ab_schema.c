@@ -88,6 +88,14 @@ START_TEST(report_across_kv_dtypes_is_valid)
 }
 END_TEST
 
+START_TEST(report_after_synthetic_context_is_valid)
+{
+    const char *extra[] = {"--rounds", "3", "--set", "workload.context=synthetic", "--set-b",
+                           "kv_cache.layout=vectorized_5d", NULL};
+    expect_valid(extra, 0);
+}
+END_TEST
+
 static char *replace_first(const char *text, const char *from, const char *to)
 {
     const char *at = strstr(text, from);
@@ -132,6 +140,7 @@ int main(void)
 {
     ab_model_seed();
     const TTest *tests[] = {report_with_timing_is_valid, report_with_differences_is_valid,
-                            report_across_kv_dtypes_is_valid, broken_reports_are_rejected};
+                            report_across_kv_dtypes_is_valid, report_after_synthetic_context_is_valid,
+                            broken_reports_are_rejected};
     return sy_fixture_run_tests("ab_schema", tests, sizeof tests / sizeof tests[0]);
 }

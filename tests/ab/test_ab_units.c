@@ -234,24 +234,31 @@ START_TEST(compare_values_not_finite)
 END_TEST
 
 /* The workload loop written out (engine/src/model/workload.c): every (step, row) of every
- * checkpoint, and where it lands. */
+ * checkpoint, and where it lands; after a prefill in chunks, and after a synthetic context (no
+ * prefill, every generated token from a decode step). */
 START_TEST(step_rows_follow_the_workload)
 {
-    for (int trial = 0; trial < 60; trial++) {
+    for (int trial = 0; trial < 90; trial++) {
         sy_plan p;
         memset(&p, 0, sizeof p);
         p.batch = 1 + sy_rng_below(&rng, 4);
         p.input_len = 1 + sy_rng_below(&rng, 40);
         p.output_len = 1 + sy_rng_below(&rng, 7);
         p.prefill_chunk = sy_rng_below(&rng, 3) == 0 ? 0 : 1 + sy_rng_below(&rng, 50);
+        p.synthetic_context = trial % 3 == 2;
         sy_ab_shape s;
         sy_ab_shape_of(&p, &s);
-        uint32_t positions = p.input_len + p.output_len - 1;
+        uint32_t first_pos = p.synthetic_context ? p.input_len : 0;
+        uint32_t positions = p.synthetic_context ? p.output_len : p.input_len + p.output_len - 1;
+        ck_assert_uint_eq(s.first_pos, first_pos);
         ck_assert_uint_eq(s.positions, positions);
+        /* The position fed generated token 0: the first decode step's (after a synthetic context, the
+         * first decode step is fed the seeded token at input_len). */
+        ck_assert_uint_eq(s.first_fed, p.synthetic_context ? p.input_len + 1 : p.input_len);
         uint8_t *seen = calloc((size_t)p.batch * positions, 1);
         uint32_t step = 0;
         uint32_t chunk = p.prefill_chunk && p.prefill_chunk < p.input_len ? p.prefill_chunk : p.input_len;
-        for (uint32_t c = 0; c < p.input_len; c += chunk, step++) {
+        for (uint32_t c = 0; !p.synthetic_context && c < p.input_len; c += chunk, step++) {
             uint32_t len = p.input_len - c < chunk ? p.input_len - c : chunk;
             sy_ab_step st;
             ck_assert(sy_ab_step_of(&s, step, &st));
@@ -264,7 +271,7 @@ START_TEST(step_rows_follow_the_workload)
                     sy_ab_row_place(&st, 0, row, &seq, &pos);
                     ck_assert_uint_eq(seq, b);
                     ck_assert_uint_eq(pos, c + i);
-                    seen[(size_t)b * positions + pos]++;
+                    seen[(size_t)b * positions + sy_ab_position_index(&s, pos)]++;
                 }
             for (uint32_t b = 0; b < p.batch; b++) {
                 uint32_t seq, pos;
@@ -274,17 +281,20 @@ START_TEST(step_rows_follow_the_workload)
             }
         }
         ck_assert_uint_eq(s.prefill_steps, step);
-        for (uint32_t t = 1; t < p.output_len; t++, step++) {
+        /* Decode steps: after a prefill, tokens 1 .. output_len - 1 at positions input_len + t - 1;
+         * after a synthetic context, tokens 0 .. output_len - 1 at positions input_len + t. */
+        for (uint32_t t = p.synthetic_context ? 0 : 1; t < p.output_len; t++, step++) {
             sy_ab_step st;
             ck_assert(sy_ab_step_of(&s, step, &st));
+            uint32_t want_pos = p.synthetic_context ? p.input_len + t : p.input_len + t - 1;
             for (uint32_t b = 0; b < p.batch; b++) {
                 uint32_t seq, pos, lseq, lpos;
                 sy_ab_row_place(&st, 0, b, &seq, &pos);
                 sy_ab_row_place(&st, 1, b, &lseq, &lpos);
                 ck_assert_uint_eq(seq, b);
-                ck_assert_uint_eq(pos, p.input_len + t - 1);
+                ck_assert_uint_eq(pos, want_pos);
                 ck_assert(lseq == seq && lpos == pos);
-                seen[(size_t)b * positions + pos]++;
+                seen[(size_t)b * positions + sy_ab_position_index(&s, pos)]++;
             }
         }
         ck_assert_uint_eq(s.steps, step);
@@ -297,7 +307,8 @@ START_TEST(step_rows_follow_the_workload)
 }
 END_TEST
 
-START_TEST(spill_round_trip)
+/* Positions are absolute: after a synthetic context they start at input_len. */
+static void spill_round_trip_of(int synthetic)
 {
     sy_model_dims d;
     memset(&d, 0, sizeof d);
@@ -308,10 +319,12 @@ START_TEST(spill_round_trip)
     memset(&p, 0, sizeof p);
     p.batch = 2;
     p.input_len = 9;
-    p.output_len = 4;
+    p.output_len = synthetic ? 12 : 4;
     p.prefill_chunk = 4;
+    p.synthetic_context = synthetic;
     sy_ab_shape s;
     sy_ab_shape_of(&p, &s);
+    const uint32_t p0 = s.first_pos;
     sy_ab_spill sp;
     sy_error err = {{0}};
     ck_assert_msg(sy_ab_spill_open(&sp, NULL, &d, &s, &err) == SY_OK, "%s", err.msg);
@@ -322,41 +335,52 @@ START_TEST(spill_round_trip)
     /* Layers out of order, positions in runs of 3 (the last run shorter). */
     for (uint32_t l = d.layers; l-- > 0;)
         for (uint32_t b = 0; b < s.batch; b++)
-            for (uint32_t pos = 0; pos < s.positions; pos += 3) {
-                uint32_t n = s.positions - pos < 3 ? s.positions - pos : 3;
-                size_t at = ((size_t)(l * s.batch + b) * s.positions + pos) * d.hidden;
-                ck_assert(sy_ab_spill_put(&sp, l, b, pos, n, rows + at, &err) == SY_OK);
+            for (uint32_t i = 0; i < s.positions; i += 3) {
+                uint32_t n = s.positions - i < 3 ? s.positions - i : 3;
+                size_t at = ((size_t)(l * s.batch + b) * s.positions + i) * d.hidden;
+                ck_assert(sy_ab_spill_put(&sp, l, b, p0 + i, n, rows + at, &err) == SY_OK);
             }
     for (uint32_t b = 0; b < s.batch; b++)
-        for (uint32_t pos = 1; pos < s.positions; pos += 2)
-            ck_assert(sy_ab_spill_put(&sp, d.layers, b, pos, 1, logits + ((size_t)b * s.positions + pos) * d.vocab,
+        for (uint32_t i = 1; i < s.positions; i += 2)
+            ck_assert(sy_ab_spill_put(&sp, d.layers, b, p0 + i, 1, logits + ((size_t)b * s.positions + i) * d.vocab,
                                       &err) == SY_OK);
     float *back = calloc(d.vocab > 4 * d.hidden ? d.vocab : 4 * d.hidden, sizeof *back);
     for (int trial = 0; trial < 100; trial++) {
         uint32_t l = sy_rng_below(&rng, d.layers), b = sy_rng_below(&rng, s.batch);
-        uint32_t pos = sy_rng_below(&rng, s.positions), n = 1 + sy_rng_below(&rng, 4);
-        if (pos + n > s.positions)
-            n = s.positions - pos;
+        uint32_t i = sy_rng_below(&rng, s.positions), n = 1 + sy_rng_below(&rng, 4);
+        if (i + n > s.positions)
+            n = s.positions - i;
         int have = 0;
         sy_poison_f32(back, (size_t)n * d.hidden);
-        ck_assert(sy_ab_spill_get(&sp, l, b, pos, n, back, &have, &err) == SY_OK);
+        ck_assert(sy_ab_spill_get(&sp, l, b, p0 + i, n, back, &have, &err) == SY_OK);
         ck_assert(have);
-        size_t at = ((size_t)(l * s.batch + b) * s.positions + pos) * d.hidden;
+        size_t at = ((size_t)(l * s.batch + b) * s.positions + i) * d.hidden;
         ck_assert(memcmp(back, rows + at, (size_t)n * d.hidden * sizeof(float)) == 0);
-        uint32_t lp = sy_rng_below(&rng, s.positions);
+        uint32_t li = sy_rng_below(&rng, s.positions);
         sy_poison_f32(back, d.vocab);
-        ck_assert(sy_ab_spill_get(&sp, d.layers, b, lp, 1, back, &have, &err) == SY_OK);
-        ck_assert_int_eq(have, lp % 2 == 1);
+        ck_assert(sy_ab_spill_get(&sp, d.layers, b, p0 + li, 1, back, &have, &err) == SY_OK);
+        ck_assert_int_eq(have, li % 2 == 1);
         if (have)
-            ck_assert(memcmp(back, logits + ((size_t)b * s.positions + lp) * d.vocab, d.vocab * sizeof(float)) == 0);
+            ck_assert(memcmp(back, logits + ((size_t)b * s.positions + li) * d.vocab, d.vocab * sizeof(float)) == 0);
     }
     int have = 1;
-    ck_assert(sy_ab_spill_get(&sp, 0, 0, s.positions, 1, back, &have, &err) == SY_OK && !have);
-    ck_assert(sy_ab_spill_put(&sp, 0, 0, s.positions - 1, 2, rows, &err) != SY_OK);
+    ck_assert(sy_ab_spill_get(&sp, 0, 0, p0 + s.positions, 1, back, &have, &err) == SY_OK && !have);
+    if (p0) {
+        have = 1;
+        ck_assert(sy_ab_spill_get(&sp, 0, 0, p0 - 1, 1, back, &have, &err) == SY_OK && !have);
+        ck_assert(sy_ab_spill_put(&sp, 0, 0, p0 - 1, 1, rows, &err) != SY_OK);
+    }
+    ck_assert(sy_ab_spill_put(&sp, 0, 0, p0 + s.positions - 1, 2, rows, &err) != SY_OK);
     sy_ab_spill_close(&sp);
     free(rows);
     free(logits);
     free(back);
+}
+
+START_TEST(spill_round_trip)
+{
+    spill_round_trip_of(0);
+    spill_round_trip_of(1);
 }
 END_TEST
 
@@ -395,6 +419,7 @@ START_TEST(same_inputs_rule)
     ck_assert(sy_ab_check_same_inputs(a, d, &err) == SY_E_INVALID);
     ck_assert_msg(strstr(err.msg, "workload.seed differs"), "%s", err.msg);
     ck_assert(sy_ab_is_identity_key("model.layers") && sy_ab_is_identity_key("workload.output_len"));
+    ck_assert(sy_ab_is_identity_key("workload.context"));
     ck_assert(!sy_ab_is_identity_key("model.dtype") && !sy_ab_is_identity_key("workload.prefill_chunk"));
     sy_config_free(a);
     sy_config_free(b);

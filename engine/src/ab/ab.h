@@ -59,7 +59,7 @@ typedef struct sy_ab_options {
 /* Same model, same prompts                                                                    */
 
 /* The keys both sides must agree on (every model.* key but model.dtype and model.preset, which only
- * names where the dimensions came from, and the workload's batch, lengths and seed), so that both
+ * names where the dimensions came from, and the workload's batch, lengths, seed and context), so that both
  * run the same synthetic weights on the same token ids. A difference is refused rather than
  * overridden: a silently replaced seed would hide a mistake in B's config. On a difference, returns
  * SY_E_INVALID with one line naming the key, both values and both sources. */
@@ -116,6 +116,7 @@ typedef struct sy_ab_checkpoint_numerics {
 
 typedef struct sy_ab_numerics {
     uint32_t layers, batch, input_len, output_len;
+    int synthetic_context;                    /* workload.context: synthetic; no prefill, positions from input_len */
     sy_ab_layer_numerics *per_layer;          /* layers + 1 entries; the last is the logits */
     sy_ab_checkpoint_numerics *checkpoints;   /* every (B step, layer) in stream order */
     size_t n_checkpoints;

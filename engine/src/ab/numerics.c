@@ -86,7 +86,7 @@ double sy_ab_diff_rel_l2(const sy_ab_diff *d)
 static row_stat *stat_at(pass *p, uint32_t layer, uint32_t seq, uint32_t pos)
 {
     const sy_ab_shape *s = &p->shape[SY_AB_A];
-    return &p->rows[((size_t)layer * s->batch + seq) * s->positions + pos];
+    return &p->rows[((size_t)layer * s->batch + seq) * s->positions + sy_ab_position_index(s, pos)];
 }
 
 /* The step's place in the workload, or an error when the engine's stream is not the workload's
@@ -223,8 +223,8 @@ static void compare_tokens(sy_ab_numerics *n, uint32_t *same_until)
 }
 
 /* Folds the row summaries into per-layer and per-checkpoint results. A row at position pos of
- * sequence b saw the same input on both sides when pos < input_len + (index of b's first
- * differing token): decode position input_len + j - 1 is fed generated token j - 1. */
+ * sequence b saw the same input on both sides when pos < first_fed + (index of b's first
+ * differing token): position first_fed + j is fed generated token j. */
 static void finalize(pass *p, sy_ab_numerics *n)
 {
     const sy_ab_shape *sb = &p->shape[SY_AB_B];
@@ -236,12 +236,13 @@ static void finalize(pass *p, sy_ab_numerics *n)
     for (uint32_t layer = 0; layer <= L; layer++) {
         sy_ab_layer_numerics *ln = &n->per_layer[layer];
         ln->layer = layer;
+        const sy_ab_shape *sa = &p->shape[SY_AB_A];
         for (uint32_t b = 0; b < n->batch; b++)
-            for (uint32_t pos = 0; pos < p->shape[SY_AB_A].positions; pos++) {
+            for (uint32_t pos = sa->first_pos; pos < sa->first_pos + sa->positions; pos++) {
                 const row_stat *rs = stat_at(p, layer, b, pos);
                 if (rs->state == ROW_NONE)
                     continue;
-                if (rs->state == ROW_NO_REFERENCE || pos >= n->input_len + same_until[b]) {
+                if (rs->state == ROW_NO_REFERENCE || pos >= sa->first_fed + same_until[b]) {
                     ln->rows_skipped++;
                     continue;
                 }
@@ -299,6 +300,7 @@ sy_status sy_ab_numerics_run(sy_engine *const engines[SY_AB_SIDES], const sy_ab_
     out->batch = p.shape[SY_AB_A].batch;
     out->input_len = p.shape[SY_AB_A].input_len;
     out->output_len = p.shape[SY_AB_A].output_len;
+    out->synthetic_context = sides[SY_AB_A].plan.synthetic_context;
     out->spill_bytes = sy_ab_spill_bytes(p.dims, &p.shape[SY_AB_A]);
     sy_status st = sy_ab_spill_open(&p.spill, opts->spill_dir, p.dims, &p.shape[SY_AB_A], err);
     if (st != SY_OK)

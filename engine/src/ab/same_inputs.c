@@ -5,11 +5,12 @@
 #include "ab/ab.h"
 #include "util/strbuf.h"
 
-/* The workload keys that fix the prompt tokens and the shape of the generated output. The chunk
+/* The workload keys that fix the prompt tokens, the context and the shape of the generated output
+ * (a synthetic context's seeded K/V are not a prefill's, and it computes other positions). The chunk
  * size, warm-up and repetitions may differ: rows are matched by position, and the comparison runs
  * its own repetitions. */
 static const char *const workload_identity_keys[] = {"workload.batch", "workload.input_len", "workload.output_len",
-                                                     "workload.seed", NULL};
+                                                     "workload.seed", "workload.context", NULL};
 
 int sy_ab_is_identity_key(const char *key)
 {

@@ -10,7 +10,12 @@
 
 static size_t place(const sy_ab_spill *sp, uint32_t layer, uint32_t seq, uint32_t pos)
 {
-    return ((size_t)layer * sp->shape.batch + seq) * sp->shape.positions + pos;
+    return ((size_t)layer * sp->shape.batch + seq) * sp->shape.positions + sy_ab_position_index(&sp->shape, pos);
+}
+
+static size_t logits_place(const sy_ab_spill *sp, uint32_t seq, uint32_t pos)
+{
+    return (size_t)seq * sp->shape.positions + sy_ab_position_index(&sp->shape, pos);
 }
 
 uint64_t sy_ab_spill_bytes(const sy_model_dims *d, const sy_ab_shape *s)
@@ -88,8 +93,8 @@ static sy_status transfer(int fd, int writing, void *buf, size_t bytes, uint64_t
 
 static int in_range(const sy_ab_spill *sp, uint32_t layer, uint32_t seq, uint32_t pos, uint32_t n)
 {
-    return layer <= sp->layers && seq < sp->shape.batch && pos + (uint64_t)n <= sp->shape.positions &&
-           (layer < sp->layers || n == 1);
+    return layer <= sp->layers && seq < sp->shape.batch && pos >= sp->shape.first_pos &&
+           sy_ab_position_index(&sp->shape, pos) + (uint64_t)n <= sp->shape.positions && (layer < sp->layers || n == 1);
 }
 
 sy_status sy_ab_spill_put(sy_ab_spill *sp, uint32_t layer, uint32_t seq, uint32_t pos, uint32_t n, const float *rows,
@@ -99,7 +104,7 @@ sy_status sy_ab_spill_put(sy_ab_spill *sp, uint32_t layer, uint32_t seq, uint32_
         return sy_fail(err, SY_E_INTERNAL, "checkpoint spill: layer %u, sequence %u, positions %u+%u out of range",
                        layer, seq, pos, n);
     if (layer == sp->layers) {
-        int64_t *at = &sp->logits_at[(size_t)seq * sp->shape.positions + pos];
+        int64_t *at = &sp->logits_at[logits_place(sp, seq, pos)];
         if (*at < 0) {
             *at = (int64_t)sp->end;
             sp->end += (uint64_t)sp->vocab * sizeof(float);
@@ -121,7 +126,7 @@ sy_status sy_ab_spill_get(const sy_ab_spill *sp, uint32_t layer, uint32_t seq, u
     if (!in_range(sp, layer, seq, pos, n))
         return SY_OK;
     if (layer == sp->layers) {
-        int64_t at = sp->logits_at[(size_t)seq * sp->shape.positions + pos];
+        int64_t at = sp->logits_at[logits_place(sp, seq, pos)];
         if (at < 0)
             return SY_OK;
         *have = 1;

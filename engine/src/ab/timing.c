@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab/stats.h"
+#include "ab/step_rows.h"
 #include "util/strbuf.h"
 
 static sy_ab_timing_row *add_row(sy_ab_timing *t, const char *name, int32_t kind, int32_t slot)
@@ -22,9 +23,14 @@ static sy_ab_timing_row *add_row(sy_ab_timing *t, const char *name, int32_t kind
 
 static void make_rows(sy_ab_timing *t, const sy_ab_side sides[SY_AB_SIDES])
 {
+    sy_ab_shape shape;
+    sy_ab_shape_of(&sides[SY_AB_A].plan, &shape);
     add_row(t, "end-to-end", SY_AB_ROW_END_TO_END, -1);
-    add_row(t, "prefill (TTFT)", SY_AB_ROW_PREFILL, -1);
-    if (sides[SY_AB_A].plan.output_len > 1)
+    /* A synthetic context runs no prefill (the engine reports its TTFT as NaN): no row rather than
+     * a number that was never measured. Both sides agree on the context (sy_ab_check_same_inputs). */
+    if (shape.prefill_steps)
+        add_row(t, "prefill (TTFT)", SY_AB_ROW_PREFILL, -1);
+    if (shape.steps > shape.prefill_steps)
         add_row(t, "decode step (TPOT)", SY_AB_ROW_DECODE_STEP, -1);
     for (size_t i = 0; i < SY_COMPOSE_SLOTS; i++) {
         int32_t kind = sy_compose_slot_kind(i);

@@ -106,6 +106,11 @@ static void write_numerics(const sy_ab_report *r, FILE *f)
     fputs("<section><h2>Numerics</h2>\n<p class=\"legend\">A is the reference. Every layer's output at every "
           "step and the logits are compared where both sides saw the same tokens.</p>\n",
           f);
+    if (n->synthetic_context)
+        fprintf(f,
+                "<p class=\"legend\">Synthetic context: %u seeded positions per sequence and no prefill; positions "
+                "%u to %u are compared.</p>\n",
+                n->input_len, n->input_len, n->input_len + n->output_len - 1);
     fputs("<table id=\"numerics\"><tr><th>checkpoint</th><th>rows compared</th><th>rows skipped</th><th>max abs</th>"
           "<th>rel L2</th><th>bit-exact</th><th>first difference (step, row: seq, position, column)</th></tr>\n",
           f);
@@ -258,7 +263,10 @@ static void write_timing(const sy_ab_report *r, FILE *f)
     sy_svg_ratios(f, "chart-ratio", "Ratio B/A per row with its 95% interval (green: B faster, red: B slower)", ratios,
                   t->n_rows);
     free(ratios);
-    timing_bars(t, f, "chart-phases", "End-to-end, prefill and decode step", 0);
+    timing_bars(t, f, "chart-phases",
+                r->numerics.synthetic_context ? "End-to-end and decode step (synthetic context: no prefill)"
+                                              : "End-to-end, prefill and decode step",
+                0);
     timing_bars(t, f, "chart-ops", "Time per op slot", 1);
     fputs("</section>\n", f);
 }

@@ -151,6 +151,7 @@ static void write_numerics(const sy_ab_report *r, sy_json *j)
     key_uint(j, "batch", n->batch);
     key_uint(j, "input_len", n->input_len);
     key_uint(j, "output_len", n->output_len);
+    key_str(j, "context", n->synthetic_context ? "synthetic" : "prefill");
     key_bool(j, "bit_exact", !n->diverged);
     sy_json_key(j, "first_difference");
     if (n->diverged) {

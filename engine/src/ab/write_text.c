@@ -53,6 +53,9 @@ static void write_numerics(const sy_ab_report *r, FILE *f)
 {
     const sy_ab_numerics *n = &r->numerics;
     fprintf(f, "\nnumerics (A is the reference; every layer's output at every step, the logits, the tokens):\n");
+    if (n->synthetic_context)
+        fprintf(f, "  synthetic context: %u seeded positions, no prefill; positions %u to %u compared\n", n->input_len,
+                n->input_len, n->input_len + n->output_len - 1);
     fprintf(f, "  %-10s %8s %10s %10s  %-9s  %s\n", "checkpoint", "rows", "max abs", "rel L2", "bit-exact",
             "first difference");
     uint64_t skipped = 0;
@@ -103,6 +106,8 @@ static void write_timing(const sy_ab_report *r, FILE *f)
     }
     fprintf(f, "\ntiming: %u rounds in the order %.8s..., medians in ms, B/A with a %.0f%% bootstrap interval\n",
             t->rounds, t->order, 100 * SY_AB_CONFIDENCE);
+    if (r->numerics.synthetic_context)
+        fprintf(f, "  prefill (TTFT): not measured (synthetic context: no prefill runs)\n");
     fprintf(f, "  %-20s %10s %10s %7s  %-15s  %s\n", "", "A", "B", "B/A", "interval", "verdict");
     for (size_t i = 0; i < t->n_rows; i++) {
         const sy_ab_timing_row *row = &t->rows[i];
