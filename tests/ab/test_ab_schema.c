@@ -1,6 +1,7 @@
 /* The JSON report validates against docs/ab-report.schema.json, and the check has teeth: reports
  * broken on purpose are rejected. Where python3 has jsonschema, it validates the same reports. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,35 @@ START_TEST(report_after_synthetic_context_is_valid)
 }
 END_TEST
 
+/* The reports committed under bench/results/ (other machines, older builds of format 1) stay valid:
+ * the schema may gain optional members, never a new required one. */
+START_TEST(committed_reports_stay_valid)
+{
+    const char *src = getenv("SY_SOURCE_DIR");
+    char *folder = sy_fixture_printf("%s/bench/results", src);
+    DIR *d = opendir(folder);
+    ck_assert_msg(d != NULL, "cannot open %s", folder);
+    int checked = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "ab-", 3) != 0 || n < 5 || strcmp(e->d_name + n - 5, ".json") != 0)
+            continue;
+        char *path = sy_fixture_printf("%s/%s", folder, e->d_name);
+        char *text = ab_slurp(path);
+        ck_assert_msg(text != NULL, "cannot read %s", path);
+        char errors[4096];
+        size_t problems = validate(text, errors, sizeof errors);
+        ck_assert_msg(problems == 0, "%s: %zu schema problems:\n%s", path, problems, errors);
+        free(text);
+        free(path);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_msg(checked > 0, "no ab-*.json report under %s", folder);
+    free(folder);
+}
+END_TEST
+
 static char *replace_first(const char *text, const char *from, const char *to)
 {
     const char *at = strstr(text, from);
@@ -141,6 +171,6 @@ int main(void)
     ab_model_seed();
     const TTest *tests[] = {report_with_timing_is_valid, report_with_differences_is_valid,
                             report_across_kv_dtypes_is_valid, report_after_synthetic_context_is_valid,
-                            broken_reports_are_rejected};
+                            committed_reports_stay_valid, broken_reports_are_rejected};
     return sy_fixture_run_tests("ab_schema", tests, sizeof tests / sizeof tests[0]);
 }
