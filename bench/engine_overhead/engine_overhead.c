@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "model/engine.h"
 #include "model/presets.h"
@@ -49,6 +51,24 @@ static int run(sy_registry *reg, const sy_model_dims *dims, int noop, uint32_t s
     return 0;
 }
 
+/* "x86_64, 2 CPUs, <model name>": the machine a result belongs to, written into the result itself. */
+static void describe_machine(char *out, size_t len)
+{
+    struct utsname u;
+    char model[256] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    for (char line[512]; f && fgets(line, sizeof line, f);)
+        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n\"\\")] = 0;
+            break;
+        }
+    if (f)
+        fclose(f);
+    snprintf(out, len, "%s, %ld CPUs, %s", uname(&u) == 0 ? u.machine : "unknown", sysconf(_SC_NPROCESSORS_ONLN),
+             model);
+}
+
 int main(int argc, char **argv)
 {
     const char *preset = argc > 1 ? argv[1] : "gpt-oss-20b";
@@ -76,10 +96,13 @@ int main(int argc, char **argv)
         return 1;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\n  \"bench\": \"engine_overhead\",\n  \"preset\": \"%s\",\n  \"backend\": \"cpu\",\n"
+    char machine[512];
+    describe_machine(machine, sizeof machine);
+    printf("{\n  \"bench\": \"engine_overhead\",\n  \"machine\": \"%s\",\n  \"preset\": \"%s\",\n"
+           "  \"backend\": \"cpu\",\n"
            "  \"batch\": 1,\n  \"context\": 64,\n  \"noop_step_median_ms\": %.6f,\n"
            "  \"real_step_median_ms\": %.3f,\n  \"overhead_fraction\": %.6f,\n  \"peak_rss_mib\": %.1f\n}\n",
-           preset, noop_ms, real_ms, real_ms > 0 ? noop_ms / real_ms : 0, ru.ru_maxrss / 1024.0);
+           machine, preset, noop_ms, real_ms, real_ms > 0 ? noop_ms / real_ms : 0, ru.ru_maxrss / 1024.0);
     sy_registry_close(reg);
     return 0;
 }
