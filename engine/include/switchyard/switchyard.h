@@ -169,9 +169,10 @@ SY_API sy_status sy_engine_run_workload(sy_engine_handle *h, sy_error *err);
 typedef struct sy_engine_metrics {
     uint32_t struct_size;        /* set by the caller: sizeof(sy_engine_metrics) */
     uint32_t n_steps;            /* decode steps per repetition: entries of step_ms */
-    double ttft_ms;              /* median over the measured repetitions */
+    double ttft_ms;              /* median over the measured repetitions; NaN when not measured: */
+                                 /* workload.context synthetic runs no prefill */
     double tpot_median_ms, tpot_p90_ms;
-    double prefill_tok_per_s, decode_tok_per_s;
+    double prefill_tok_per_s, decode_tok_per_s; /* prefill_tok_per_s: NaN when ttft_ms is */
     double total_ms;             /* all measured repetitions */
     double op_ms[SY_ENGINE_OP_SLOTS];     /* time by slot; zero unless report.per_op is true */
     uint32_t op_calls[SY_ENGINE_OP_SLOTS];
@@ -193,7 +194,9 @@ SY_API sy_status sy_engine_get_metrics(const sy_engine_handle *h, sy_engine_metr
  *
  * Prefill: token_ids holds batch rows of n_tokens ids (row b for sequence b); n_tokens >= 1 and a
  * sequence may reach at most info.max_prompt_tokens. Long prompts are split into the config's
- * workload.prefill_chunk internally. next_ids[b] receives the token that follows sequence b. */
+ * workload.prefill_chunk internally. next_ids[b] receives the token that follows sequence b.
+ * A config with workload.context: synthetic sizes the engine for the workload's decode steps only:
+ * there sy_engine_prefill is refused (SY_E_INVALID) and sy_engine_run_workload is the way to run. */
 SY_API sy_status sy_engine_prefill(sy_engine_handle *h, const uint32_t *token_ids, uint32_t n_tokens,
                                    uint32_t *next_ids, sy_error *err);
 /* One decode step: token_ids[b] is appended to sequence b (usually the id the previous step
