@@ -420,6 +420,73 @@ START_TEST(write_then_gather_is_bit_exact)
 }
 END_TEST
 
+/* f32 values x where fp8(x / scale) and fp8(x * (1 / scale)) differ: near the midpoints between
+ * fp8 codes the one-ulp difference of the two quotients decides the rounding. Random values almost
+ * never land there, so a writer multiplying by the reciprocal would pass the tests above. */
+static size_t division_sensitive_values(float scale, float *out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t c = 0; c < 0x7E && n < cap; c++) {
+        float mid = (sy_fp8e4m3_to_f32((uint8_t)c) + sy_fp8e4m3_to_f32((uint8_t)(c + 1))) / 2;
+        float x = nextafterf(mid * scale, 0.0f);
+        for (int step = 0; step < 8 && n < cap; step++, x = nextafterf(x, INFINITY))
+            for (int s = 0; s < 2 && n < cap; s++) {
+                float v = s ? -x : x;
+                if (sy_f32_to_fp8e4m3(v / scale) != sy_f32_to_fp8e4m3(v * (1.0f / scale)))
+                    out[n++] = v;
+            }
+    }
+    return n;
+}
+
+/* DESIGN.md: the fp8 store holds fp8_e4m3(x / scale), a true division, so that every writer of
+ * the project (host and GPU) stores the same bits. */
+START_TEST(fp8_store_divides_by_the_scale)
+{
+    const float k_scale = 0.011f, v_scale = 0.0137f; /* reciprocals not exact in f32 */
+    const uint32_t H = 1, D = 16, P = 16, pages = 8;
+    const uint32_t layouts[2] = {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D};
+    float kv_values[2][96];
+    size_t nk = division_sensitive_values(k_scale, kv_values[0], 96);
+    size_t nv = division_sensitive_values(v_scale, kv_values[1], 96);
+    ck_assert_msg(nk >= 16 && nv >= 16, "only %zu / %zu values tell x / scale from x * (1 / scale)", nk, nv);
+    const int64_t T = 6;
+    token_data t = {T, (int64_t)H * D, SY_DTYPE_F32, NULL, NULL, NULL, NULL};
+    t.k_f32 = malloc((size_t)T * H * D * sizeof(float));
+    t.v_f32 = malloc((size_t)T * H * D * sizeof(float));
+    for (size_t e = 0; e < (size_t)T * H * D; e++) {
+        t.k_f32[e] = kv_values[0][e % nk];
+        t.v_f32[e] = kv_values[1][e % nv];
+    }
+    t.k_src = t.k_f32;
+    t.v_src = t.v_f32;
+    int32_t slots[6] = {17, 40, 63, 64, 100, 127};
+    for (int l = 0; l < 2; l++) {
+        sy_test_pool pool;
+        make_pool(layouts[l], SY_DTYPE_FP8_E4M3, pages, P, H, D, &pool);
+        pool.k_scale = k_scale;
+        pool.v_scale = v_scale;
+        sy_kv_write_args a = write_args(&pool, &t, slots);
+        write_checked(kv_plugin(layouts[l]), &a, slots, NULL);
+        uint8_t k_out[6 * 16], v_out[6 * 16];
+        gather_checked(kv_plugin(layouts[l]), &pool, slots, T, NULL, k_out, v_out);
+        for (size_t e = 0; e < (size_t)T * H * D; e++) {
+            ck_assert_msg(k_out[e] == sy_f32_to_fp8e4m3(t.k_f32[e] / k_scale),
+                          "%s K element %zu: %a stored as 0x%02x, fp8(x / scale) is 0x%02x",
+                          layouts[l] == SY_LAYOUT_NHD ? "nhd" : "vectorized_5d", e, (double)t.k_f32[e], k_out[e],
+                          sy_f32_to_fp8e4m3(t.k_f32[e] / k_scale));
+            ck_assert_msg(v_out[e] == sy_f32_to_fp8e4m3(t.v_f32[e] / v_scale),
+                          "%s V element %zu: %a stored as 0x%02x, fp8(x / scale) is 0x%02x",
+                          layouts[l] == SY_LAYOUT_NHD ? "nhd" : "vectorized_5d", e, (double)t.v_f32[e], v_out[e],
+                          sy_f32_to_fp8e4m3(t.v_f32[e] / v_scale));
+        }
+        sy_test_pool_free(&pool);
+    }
+    free(t.k_f32);
+    free(t.v_f32);
+}
+END_TEST
+
 /* Full-pool slots translated to an SWA pool: negative map entries are skipped, 0 lands on the
  * padding page, the rest land where the map says, for write and gather alike. */
 static void check_slot_map(uint32_t layout)
@@ -596,6 +663,7 @@ int main(void)
     tcase_add_test(tc, vectorized_5d_offsets_match_design);
     tcase_add_test(tc, nhd_offsets_match_design);
     tcase_add_test(tc, write_then_gather_is_bit_exact);
+    tcase_add_test(tc, fp8_store_divides_by_the_scale);
     tcase_add_test(tc, slot_map_translates_full_to_swa);
     tcase_add_test(tc, write_and_gather_checks_reject_bad_indices);
     suite_add_tcase(s, tc);
