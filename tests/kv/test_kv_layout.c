@@ -534,6 +534,20 @@ static void check_slot_map(uint32_t layout)
             ck_assert_uint_eq(k_out[r * H * D + e], sy_f32_to_bf16(t.k_f32[row_of[r] * H * D + e]));
             ck_assert_uint_eq(v_out[r * H * D + e], sy_f32_to_bf16(t.v_f32[row_of[r] * H * D + e]));
         }
+    /* A token mapped to 0 (a freed SWA entry) landed on the padding page: slot 0 holds the last
+     * such token written. */
+    int64_t last_padding = -1;
+    for (int64_t i = 0; i < T; i++)
+        if (expect[i] == 0)
+            last_padding = i;
+    ck_assert_int_ge(last_padding, 0);
+    int32_t padding_slot = 0;
+    uint16_t pad_k[2 * 32], pad_v[2 * 32];
+    gather_checked(kv_plugin(layout), &swa, &padding_slot, 1, NULL, pad_k, pad_v);
+    for (uint32_t e = 0; e < H * D; e++) {
+        ck_assert_uint_eq(pad_k[e], sy_f32_to_bf16(t.k_f32[last_padding * H * D + e]));
+        ck_assert_uint_eq(pad_v[e], sy_f32_to_bf16(t.v_f32[last_padding * H * D + e]));
+    }
     /* Skipped tokens wrote nothing: outside page 0 only the mapped slots changed. */
     uint32_t X = layout == SY_LAYOUT_NHD ? 1 : 8;
     uint8_t *owned = calloc(swa.bytes, 1);
