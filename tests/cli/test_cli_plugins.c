@@ -339,9 +339,13 @@ START_TEST(config_plugin_path_between_option_and_environment)
                   r.term_signal, r.out, r.err);
     char *plugins = sy_fixture_printf("%s/lib/switchyard/plugins", sy_fixture_build_dir());
     char *default_dir = sy_fixture_realpath(plugins);
-    char *want = sy_fixture_printf("backend 'no_such_backend' is not loaded (found: cpu; searched %s:%s:%s:%s)",
-                                   option_dir, config_dir, env_dir, default_dir);
-    ck_assert_msg(strstr(r.err, want) || strstr(r.out, want), "expected '%s' in:\n%s%s", want, r.out, r.err);
+    /* Which backends were found depends on the toolkits this build had (cuda, hip), so only the
+     * error's start and the search list are pinned. */
+    const char *head = "backend 'no_such_backend' is not loaded (found: cpu";
+    char *want = sy_fixture_printf("; searched %s:%s:%s:%s)", option_dir, config_dir, env_dir, default_dir);
+    const char *text = strstr(r.err, head) ? r.err : r.out;
+    ck_assert_msg(strstr(text, head) && strstr(strstr(text, head), want), "expected '%s...%s' in:\n%s%s", head,
+                  want, r.out, r.err);
     sy_process_result_free(&r);
     free(want);
     free(default_dir);
