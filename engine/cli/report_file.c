@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/strbuf.h"
@@ -13,6 +14,16 @@ int sy_report_open(sy_report_file *r, const char *path)
     r->path = sy_strdup(path);
     r->tmp_path = sy_asprintf("%s.tmp.XXXXXX", path);
     int fd = mkstemp(r->tmp_path);
+    /* mkstemp creates the file 0600; a report is an ordinary output file and gets the mode any
+     * other file written here would (0666 less the umask). The CLI is single-threaded here, so
+     * reading the umask by setting it back at once is safe. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0 && fchmod(fd, 0666 & ~mask) != 0) {
+        close(fd);
+        unlink(r->tmp_path);
+        fd = -1;
+    }
     if (fd < 0 || !(r->f = fdopen(fd, "w"))) {
         fprintf(stderr, "switchyard: cannot write %s: %s\n", path, strerror(errno));
         if (fd >= 0)

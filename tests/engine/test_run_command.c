@@ -96,9 +96,16 @@ START_TEST(run_prints_composition_and_every_metric)
     fputs("an older report, to be replaced whole\n", old);
     fclose(old);
     sy_process_result r;
+    /* The report gets the mode of any file written under the caller's umask, not mkstemp's 0600. */
+    mode_t saved_mask = umask(027);
     sy_run_switchyard((const char *const[]){"run", default_config, "--json", json, NULL}, NULL, &r);
+    umask(saved_mask);
     ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
     ck_assert_msg(r.err[0] == 0, "stderr is not empty: %s", r.err);
+    struct stat report_stat;
+    ck_assert_int_eq(stat(json, &report_stat), 0);
+    ck_assert_msg((report_stat.st_mode & 0777) == 0640, "report mode %o, expected 640 under umask 027",
+                  (unsigned)(report_stat.st_mode & 0777));
     static const char *const parts[] = {
         "composition:", "backend    cpu", "kv_layout  kv_nhd", "attention  attn_paged", "rope       rope_yarn",
         "norm       norm_rmsnorm", "moe        moe_mxfp4_interleave", "linear     linear", "kv cache   nhd bf16, page",
