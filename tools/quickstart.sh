@@ -10,7 +10,8 @@ mode=${1:-run}
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 
-packages=(build-essential cmake pkg-config libyaml-dev libinih-dev check libopenblas-dev)
+# python3 runs the ABI 1.0 compatibility suite and the performance-table test.
+packages=(build-essential cmake pkg-config libyaml-dev libinih-dev check libopenblas-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

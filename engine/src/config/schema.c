@@ -122,7 +122,8 @@ static const sy_cfg_key keys[] = {
     {.name = "kv_cache.swa_pool_tokens", .type = SY_CFG_INT, .min = 0, .max = 2147483647, .def = "0",
      .doc = "tokens the sliding-window pool holds; 0 = what the window and the prefill chunk need"},
     {.name = "kv_cache.memory_budget_mib", .type = SY_CFG_INT, .min = 0, .max = 1073741824, .def = "0",
-     .doc = "upper bound on KV pool memory in MiB; 0 = no bound"},
+     .doc = "upper bound on the memory of both KV pools together in MiB (the sliding-window pool first, the "
+            "full-attention pool gets the rest); used when pool_tokens is 0; 0 = no bound"},
 
     PLUGIN_CHOICE("attention.plugin", "attention"),
     {.name = "attention.num_splits", .type = SY_CFG_INT, .min = 0, .max = 256, .def = "0",
