@@ -58,6 +58,11 @@ if(SY_WITH_CUDA)
       message(FATAL_ERROR
         "SY_CUDA_ARCHS: '${_arch}' is not a CUDA architecture such as 90a or 90 (sm_ prefix left out)")
     endif()
+    string(REGEX MATCH "^[0-9]+" _arch_number "${_arch}")
+    if(_arch_number LESS 80)
+      # The MoE plugins' expert product uses bf16 mma.sync (plugins/common/moe_mxfp4_gpu_mma.cuh).
+      message(FATAL_ERROR "SY_CUDA_ARCHS: '${_arch}' is older than sm_80, the oldest architecture the CUDA plugins support")
+    endif()
   endforeach()
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
     set(CMAKE_CUDA_COMPILER ${SY_NVCC})

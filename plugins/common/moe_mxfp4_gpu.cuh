@@ -14,13 +14,14 @@
  * forward, per slice of at most MOE_GPU_SLICE_PAIRS routed (token, k) pairs:
  *   count    experts' pair counts (atomic increments: the counts do not depend on their order)
  *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
- *            counts, and a list of chunks (expert, first, count <= MOE_GPU_TOKENS) per expert
+ *            counts, and a list of chunks (expert, first, count <= the product's chunk size) per expert
  *   scatter  the pairs grouped by expert
- *   w13      per (chunk, 32 intermediate indices): gate and up rows times the chunk's tokens,
- *            + b13, clamped SwiGLU -> act[pair][I]
- *   w2       per (chunk, 64 hidden rows): W2 act + b2 -> y[pair][H]
+ *   w13      per (chunk, a slice of intermediate indices): gate and up rows times the chunk's
+ *            tokens, + b13, clamped SwiGLU -> act[pair][I]
+ *   w2       per (chunk, a slice of hidden rows): W2 act + b2 -> y[pair][H]
  *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
- * Each weight byte of an expert is read once per chunk of up to 4 of its tokens (16-byte loads,
+ * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs).
+ * The rest of this comment is the CUDA-core product the HIP build uses. Each weight byte of an expert is read once per chunk of up to 4 of its tokens (16-byte loads,
  * 16 rows x 16 blocks = 4 KB per CTA step, coalesced), and every sum is a function of one pair's
  * data alone: the position a pair lands in inside its group (set by atomics), the chunk it shares
  * and the grouping order never reach the arithmetic, and neither does the layout (a CTA's thread
@@ -36,11 +37,10 @@
  * are summed, then scaled by 2^62 and by the block's E8M0 scale: powers of two, exact. Inputs of
  * magnitude 2^64 or more would overflow the staging and are outside what this kernel supports.
  *
- * Speed, measured later in bench/: each weight element costs its decode (4 ops) plus one FMA per
- * token of the chunk on the CUDA cores. At 128 tokens top-4 of 128 experts that is about 25 G
- * lane operations, ALU-bound near 0.8 ms on an H200 against the 0.6 ms weight-bandwidth target;
- * meeting it needs tensor cores (bf16 MMA on dequantized tiles, the inputs split into bf16 high
- * and low parts to keep f32 accuracy), the next step for this file. */
+ * Speed: each weight element costs its decode (4 ops) plus one FMA per token of the chunk on the
+ * CUDA cores, and an expert's weights are read once per chunk of 4. At 128 tokens top-4 of 128
+ * experts on an H200 that measured 2.56 ms against a 0.39 ms weight floor, which is why CUDA
+ * builds use the tensor-core product instead. */
 #ifndef SY_MOE_MXFP4_GPU_CUH
 #define SY_MOE_MXFP4_GPU_CUH
 
@@ -384,7 +384,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const s
 /* ------------------------------------------------------------------------------------------ */
 /* forward: grouping                                                                           */
 
-/* Up to MOE_GPU_TOKENS routed pairs of one expert, pairs[first .. first + count). */
+/* Up to the product's chunk size of routed pairs of one expert, pairs[first .. first + count). */
 typedef struct moe_gpu_chunk {
     int32_t expert, first, count, reserved;
 } moe_gpu_chunk;
@@ -404,6 +404,7 @@ typedef struct moe_gpu_plan {
     moe_gpu_chunk *chunks;
     int32_t *n_chunks, *valid;
     uint32_t experts;
+    int32_t chunk_tokens; /* the product's chunk size */
 } moe_gpu_plan;
 
 /* Inclusive prefix sum over the block, in a fixed order (Hillis-Steele, double-buffered). */
@@ -436,7 +437,7 @@ static __global__ void __launch_bounds__(MOE_GPU_PLAN_THREADS) moe_gpu_plan_kern
                     h.intermediate_padded == a.expected.intermediate_padded;
     }
     const int32_t count = e < a.experts ? a.counts[e] : 0;
-    const int32_t n_chunks = (count + MOE_GPU_TOKENS - 1) / MOE_GPU_TOKENS;
+    const int32_t n_chunks = (count + a.chunk_tokens - 1) / a.chunk_tokens;
     const int32_t first = moe_gpu_block_scan(count, scan) - count;
     const int32_t first_chunk = moe_gpu_block_scan(n_chunks, scan) - n_chunks;
     /* The scans' barriers made header_ok visible. */
@@ -495,6 +496,7 @@ typedef struct moe_gpu_gemm {
     uint32_t out_rows;        /* w13: intermediate I (act columns); w2: hidden H */
     uint32_t gate_up_layout, inter_padded;
     float alpha, limit;
+    int32_t x_async; /* input rows 16-byte aligned at every block: the tensor-core product copies them asynchronously */
 } moe_gpu_gemm;
 
 /* E2M1 code `q` of `word` (bits 4q..4q+3) as the f32 e2m1 * 2^-126 (see the file's comment). */
@@ -715,9 +717,31 @@ typedef struct moe_gpu_scratch {
     size_t count_bytes; /* counts and fill, cleared before each pass */
 } moe_gpu_scratch;
 
+#if defined(SY_VENDOR_CUDA)
+#include "moe_mxfp4_gpu_mma.cuh"
+enum { MOE_GPU_CHUNK_TOKENS = MOE_MMA_TOKENS };
+#else
+enum { MOE_GPU_CHUNK_TOKENS = MOE_GPU_TOKENS };
+#endif
+
 static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts)
 {
-    return (pairs + MOE_GPU_TOKENS - 1) / MOE_GPU_TOKENS + experts;
+    return (pairs + MOE_GPU_CHUNK_TOKENS - 1) / MOE_GPU_CHUNK_TOKENS + experts;
+}
+
+/* The grouped product of one matrix over every chunk: tensor cores on CUDA, CUDA cores on HIP. */
+template <bool W13>
+static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
+{
+#if defined(SY_VENDOR_CUDA)
+    return g.in_dtype == SY_DTYPE_F32 ? moe_mma_launch<W13, true>(g, max_chunks, gs, err)
+                                      : moe_mma_launch<W13, false>(g, max_chunks, gs, err);
+#else
+    const unsigned slices = W13 ? g.out_rows / MOE_GPU_W13_INDICES : (g.out_rows + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS;
+    moe_gpu_gemm_kernel<W13><<<dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs>>>(g);
+    SY_GPU_CHECK_LAUNCH(err, W13 ? "moe grouped product (w13)" : "moe grouped product (w2)");
+    return SY_OK;
+#endif
 }
 
 static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, moe_gpu_scratch *s,
@@ -832,6 +856,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     plan.n_chunks = s.n_chunks;
     plan.valid = s.valid;
     plan.experts = E;
+    plan.chunk_tokens = MOE_GPU_CHUNK_TOKENS;
 
     moe_gpu_gemm g;
     memset(&g, 0, sizeof g);
@@ -867,8 +892,10 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_stride = x_stride;
         g.out = s.act;
         g.out_rows = d.intermediate;
-        moe_gpu_gemm_kernel<true><<<dim3(max_chunks, d.intermediate / MOE_GPU_W13_INDICES), MOE_GPU_THREADS, 0, gs>>>(g);
-        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_gemm_kernel (w13)");
+        g.x_async = (uintptr_t)g.in % 16u == 0 && (x_stride * (int64_t)x_elem) % 16 == 0;
+        st = moe_gpu_launch_product<true>(g, max_chunks, gs, err);
+        if (st != SY_OK)
+            return st;
 
         g.m = moe_gpu_matrix_of(base, &d, &sec, 0);
         g.in = s.act;
@@ -877,9 +904,10 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_stride = d.intermediate;
         g.out = s.y;
         g.out_rows = d.hidden;
-        moe_gpu_gemm_kernel<false>
-            <<<dim3(max_chunks, (d.hidden + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS), MOE_GPU_THREADS, 0, gs>>>(g);
-        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_gemm_kernel (w2)");
+        g.x_async = d.intermediate % 4u == 0; /* act rows of f32, from an aligned allocation */
+        st = moe_gpu_launch_product<false>(g, max_chunks, gs, err);
+        if (st != SY_OK)
+            return st;
 
         moe_gpu_combine_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
             s.y, d.hidden, ids, weights, k, E, s.valid, (char *)a->out.data + t0 * out_stride * (int64_t)out_elem,

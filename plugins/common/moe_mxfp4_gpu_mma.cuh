@@ -1,0 +1,375 @@
+/* The grouped expert product of the MXFP4 MoE forward on NVIDIA tensor cores (mma.sync
+ * m16n8k16, bf16 in, f32 accumulate; sm_80 and newer). Included by moe_mxfp4_gpu.cuh for CUDA
+ * builds; the HIP build keeps the CUDA-core product there (its matrix cores need their own
+ * fragment layout, not written yet).
+ *
+ * Work split. A CTA takes one chunk (an expert and up to MOE_MMA_TOKENS of its routed pairs) and
+ * a slice of output rows: for w13, 64 intermediate indices (each warp the gate and the up tile of
+ * 16 indices, so SwiGLU is applied in registers); for w2, 128 hidden rows (32 per warp). The
+ * weights of an expert are read once per chunk, which at decode sizes is once per step: 128 tokens
+ * top-4 of 128 experts give about 4 pairs an expert, and a chunk holds 16.
+ *
+ * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps
+ * MOE_MMA_STAGES stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input
+ * rows, about 18 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
+ * the tensor cores, set the speed.
+ *
+ * Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16" with .bf16): lane = 4g + c holds
+ *   A: rows g and g+8, columns 2c, 2c+1 (registers 0, 1) and 2c+8, 2c+9 (registers 2, 3);
+ *   B: k-rows 2c, 2c+1 and 2c+8, 2c+9 of column (token) g;  C: rows g, g+8, tokens 2c, 2c+1.
+ * A dot product does not care which k sits in which fragment column as long as A and B agree, so
+ * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
+ * k = 8c .. 8c+7, and step s (0, 1) maps columns {2c, 2c+1, 2c+8, 2c+9} to k = 8c + 4s + {0, 1, 2,
+ * 3}. Each byte is then exactly one A register (its low nibble, the lower k, in the low half), and
+ * a lane's B registers for both steps are one 16-byte read of the staged input, k = 8c .. 8c+7.
+ *
+ * Exactness. An E2M1 value is exact in bf16 (a 256-entry table in shared memory turns a byte into
+ * the two bf16 of its nibbles); the block's E8M0 scale is applied in f32 to the block's partial sum
+ * (a power of two). bf16 inputs go into B as they are; f32 inputs (w2's activations, or an f32 x)
+ * are split into a bf16 high part and the bf16 of the remainder, two products per step, which
+ * leaves about 2^-17 of each input unrepresented. Every output is a function of its own pair's
+ * input row and the expert's weights: the chunk it shares, its column in the chunk and the tile
+ * layout (only the addresses differ) never reach the arithmetic, so repeated runs and the two
+ * plugins agree bit for bit. */
+#ifndef SY_MOE_MXFP4_GPU_MMA_CUH
+#define SY_MOE_MXFP4_GPU_MMA_CUH
+
+enum {
+    MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
+    MOE_MMA_WARPS = 4,
+    MOE_MMA_THREADS = MOE_MMA_LANES * MOE_MMA_WARPS,
+    MOE_MMA_TILES = 2 * MOE_MMA_WARPS,         /* 16-row tiles of a CTA, two per warp */
+    MOE_MMA_N = 8,                             /* tokens of one mma */
+    MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: 2 n-tiles */
+    MOE_MMA_STAGE_BLOCKS = 4,                  /* MXFP4 blocks of K a pipeline stage holds */
+    MOE_MMA_STAGES = 4,                        /* stages in flight: 3 loading while one is multiplied */
+    MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
+    MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
+    MOE_MMA_X_ROW_F32 = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 4 + 16, /* 528 bytes: 16 off a 128-byte multiple */
+    MOE_MMA_X_ROW_BF16 = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* 320 bytes: 64 off */
+    MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
+    MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
+    MOE_MMA_X_BYTES = MOE_MMA_TOKENS * MOE_MMA_X_ROW_F32,
+    MOE_MMA_STAGE_BYTES = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + MOE_MMA_X_BYTES,
+    MOE_MMA_SMEM_BYTES = MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES + 256 * 4 * 16, /* + the e2m1 table */
+    MOE_MMA_LUT_COPIES = 16,                   /* lanes l and l+16 share a copy: 2-way conflicts at most */
+    MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
+    MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
+};
+
+static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
+static_assert(MOE_MMA_W_BYTES == 4 * 16 * MOE_MMA_THREADS, "four 16-byte weight copies per thread a stage");
+static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy per thread a stage");
+static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
+
+static __device__ __forceinline__ void moe_mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap(); /* the build refuses architectures below sm_80 (cmake/gpu.cmake) */
+#endif
+}
+
+/* 16 bytes global -> shared without a register round trip; `bytes` 0 writes zeros and reads nothing. */
+static __device__ __forceinline__ void moe_mma_copy16(void *dst, const void *src, int bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes));
+#else
+    (void)dst, (void)src, (void)bytes;
+    __trap();
+#endif
+}
+
+static __device__ __forceinline__ void moe_mma_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Waits until at most MOE_MMA_STAGES - 2 groups are in flight: the oldest stage has landed. */
+static __device__ __forceinline__ void moe_mma_wait_oldest(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(MOE_MMA_STAGES - 2));
+#endif
+}
+
+static __device__ __forceinline__ uint32_t moe_mma_lut_entry(uint32_t byte)
+{
+    return (sy_f32_bits(sy_e2m1_to_f32(byte & 0xFu)) >> 16) | (sy_f32_bits(sy_e2m1_to_f32(byte >> 4)) & 0xFFFF0000u);
+}
+
+static __device__ __forceinline__ uint32_t moe_mma_pack_bf16(float lo, float hi)
+{
+    return (uint32_t)sy_f32_to_bf16(lo) | (uint32_t)sy_f32_to_bf16(hi) << 16;
+}
+
+/* Tile t of a CTA in tile-order rows: w13 warp t/2's gate (even t) or up (odd t) tile of
+ * intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
+template <bool W13>
+static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &a, int t)
+{
+    return W13 ? sy_moe_w13_tile_row(a.gate_up_layout,
+                                     (uint32_t)(t % 2) * a.inter_padded + blockIdx.y * MOE_MMA_W13_INDICES +
+                                         (uint32_t)(t / 2) * 16u,
+                                     a.inter_padded)
+               : blockIdx.y * MOE_MMA_W2_ROWS + 16u * (uint32_t)t;
+}
+
+/* This thread's share of every pipeline stage, as addresses of stage 0: four 16-byte pieces of
+ * weights (tiles tid/64 + 2i), one of scales (tile tid/16) and one 16-byte column of each staged
+ * input row. Kept per thread so that no array is indexed by a thread-dependent value. */
+typedef struct moe_mma_sources {
+    const uint8_t *w[4];
+    const uint8_t *scale;
+    const char *x_row[4]; /* NULL: that row is zeros */
+    uint32_t x_column;
+} moe_mma_sources;
+
+/* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`. */
+template <bool SPLIT>
+static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources &src, uint32_t st,
+                                                     uint8_t *slot)
+{
+    const int tid = (int)threadIdx.x;
+    const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        moe_mma_copy16(slot + (tid / 64 + 2 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
+                       src.w[i] + (size_t)j0 * 16u * SY_MXFP4_BLOCK_BYTES, 16);
+    /* A stage is half of a scale segment: both halves copy the whole segment of their octet. */
+    moe_mma_copy16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
+                   src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
+    uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+    const int row_bytes = SPLIT ? MOE_MMA_X_ROW_F32 : MOE_MMA_X_ROW_BF16, rows_per_pass = SPLIT ? 4 : 8;
+    const uint32_t elem = SPLIT ? 4u : 2u, k_used = a.m.kblocks_used * SY_MXFP4_BLOCK;
+    const uint32_t k = j0 * SY_MXFP4_BLOCK + src.x_column * 16u / elem;
+#pragma unroll
+    for (int i = 0; i < (SPLIT ? 4 : 2); i++) {
+        const int row = tid / (SPLIT ? 32 : 16) + i * rows_per_pass;
+        uint8_t *dst = xs + row * row_bytes + src.x_column * 16u;
+        const char *row_src = src.x_row[i];
+        const bool have = row_src && k < k_used;
+        if (a.x_async) {
+            moe_mma_copy16(dst, have ? row_src + (size_t)k * elem : (const char *)a.in, have ? 16 : 0);
+        } else {
+            /* Input rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
+            uint32_t v[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+            for (uint32_t e = 0; e < 16u / elem; e++) {
+                const float f = have ? moe_gpu_load_f32_or_bf16(row_src, a.in_dtype, k + e) : 0.0f;
+                if (SPLIT)
+                    v[e] = sy_f32_bits(f);
+                else
+                    v[e / 2] |= (uint32_t)sy_f32_to_bf16(f) << (16 * (e % 2));
+            }
+            *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+    }
+}
+
+/* f(mt, nt, r) over a warp's accumulators: two m-tiles by NT n-tiles, four f32 a lane each. */
+template <int NT, typename F>
+static __device__ __forceinline__ void moe_mma_each(F f)
+{
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                f(mt, nt, r);
+}
+
+template <bool W13, int NT, bool SPLIT>
+static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem,
+                                                     const uint32_t *lut_base)
+{
+    const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
+    const int g = lane / 4, c = lane % 4;
+    const moe_gpu_matrix &m = a.m;
+    const uint32_t e = (uint32_t)ch.expert;
+
+    /* Rows up to the padded size exist (zeros), so only stores check the unpadded size, and every
+     * stage's copies stay inside the matrix. */
+    const uint8_t *blocks = m.blocks + e * m.expert_bytes, *scales = m.scales + e * m.expert_scales;
+    moe_mma_sources src;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        src.w[i] = blocks + sy_moe_block_offset(moe_mma_tile_row<W13>(a, tid / 64 + 2 * i), 0, m.kblocks) +
+                   (tid % 64) * 16;
+    src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13>(a, tid / 16) / 32u * 32u, 0, m.kblocks) +
+                (tid % 16) * 16;
+    const size_t in_elem = SPLIT ? 4 : 2;
+    src.x_column = (uint32_t)(tid % (SPLIT ? 32 : 16));
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int row = tid / (SPLIT ? 32 : 16) + i * (SPLIT ? 4 : 8);
+        src.x_row[i] = row < ch.count && (SPLIT || i < 2)
+                           ? (const char *)a.in + (int64_t)(a.grouped[ch.first + row] / (int32_t)a.in_pair_divisor) *
+                                                      a.in_stride * (int64_t)in_elem
+                           : NULL;
+    }
+    /* np of sy_moe_scale_offset for each of this warp's two tiles. */
+    uint32_t tile_np[2];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+        tile_np[mt] = (moe_mma_tile_row<W13>(a, warp * 2 + mt) / 16u) % 2u;
+
+    const uint32_t first = W13 ? blockIdx.y * MOE_MMA_W13_INDICES + (uint32_t)warp * 16u
+                               : blockIdx.y * MOE_MMA_W2_ROWS + (uint32_t)warp * 32u;
+    const bool live = first < a.out_rows;
+    float acc[2][NT][4];
+    moe_mma_each<NT>([&](int mt, int nt, int r) { acc[mt][nt][r] = 0.0f; });
+
+    const uint32_t kb = m.kblocks_used, stages = (kb + MOE_MMA_STAGE_BLOCKS - 1) / MOE_MMA_STAGE_BLOCKS;
+    const uint32_t *lut = lut_base + (lane % MOE_MMA_LUT_COPIES);
+#pragma unroll
+    for (int s = 0; s < MOE_MMA_STAGES - 1; s++) {
+        if ((uint32_t)s < stages)
+            moe_mma_issue<SPLIT>(a, src, (uint32_t)s, smem + s * MOE_MMA_STAGE_BYTES);
+        moe_mma_commit(); /* empty groups keep the count the wait relies on */
+    }
+    for (uint32_t st = 0; st < stages; st++) {
+        moe_mma_wait_oldest();
+        /* Stage st is visible to all, and every warp is done with the slot refilled next. */
+        __syncthreads();
+        const uint32_t next = st + MOE_MMA_STAGES - 1;
+        if (next < stages)
+            moe_mma_issue<SPLIT>(a, src, next, smem + (next % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES);
+        moe_mma_commit();
+        if (!live)
+            continue;
+        const uint8_t *slot = smem + (st % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES;
+        const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+#pragma unroll
+        for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++) {
+            const uint32_t j = st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj;
+            if (j >= kb)
+                break;
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, as bf16 (f32: high parts and remainders). */
+            uint32_t bh[NT][4], bl[NT][4];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                if (SPLIT) {
+                    const float *xr = (const float *)(xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW_F32) +
+                                      jj * SY_MXFP4_BLOCK + 8 * c;
+                    const float4 v0 = *(const float4 *)xr, v1 = *(const float4 *)(xr + 4);
+                    const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const float h0 = sy_round_bf16(v[2 * r]), h1 = sy_round_bf16(v[2 * r + 1]);
+                        bh[nt][r] = moe_mma_pack_bf16(h0, h1);
+                        bl[nt][r] = moe_mma_pack_bf16(v[2 * r] - h0, v[2 * r + 1] - h1);
+                    }
+                } else {
+                    const uint4 v = *(const uint4 *)(xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW_BF16 +
+                                                     (jj * SY_MXFP4_BLOCK + 8 * c) * 2);
+                    bh[nt][0] = v.x, bh[nt][1] = v.y, bh[nt][2] = v.z, bh[nt][3] = v.w;
+                }
+            }
+            float part[2][NT][4];
+            moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
+            float scale[2][2];
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++) {
+                const int t = warp * 2 + mt;
+                const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
+                const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
+                const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
+                /* sy_moe_scale_offset inside the tile's segment: block j, row q = tile_row + g (+8). */
+                const uint32_t kl = j % 4u, kp = (j / 4u) % 2u, np = tile_np[mt];
+                const uint8_t *ss = slot + MOE_MMA_W_BYTES + t * MOE_MMA_SCALE_SEGMENT;
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    scale[mt][h] = sy_e8m0_to_f32(ss[((kl * 16u + (uint32_t)(g + 8 * h)) * 2u + kp) * 2u + np]);
+#pragma unroll
+                for (int s = 0; s < 2; s++) {
+                    /* Bytes 2s and 2s+1 of rows g and g+8, in the A register order. */
+                    const uint32_t frag[4] = {lut[((row_g >> (16 * s)) & 0xFFu) * MOE_MMA_LUT_COPIES],
+                                              lut[((row_g8 >> (16 * s)) & 0xFFu) * MOE_MMA_LUT_COPIES],
+                                              lut[((row_g >> (16 * s + 8)) & 0xFFu) * MOE_MMA_LUT_COPIES],
+                                              lut[((row_g8 >> (16 * s + 8)) & 0xFFu) * MOE_MMA_LUT_COPIES]};
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        moe_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
+                        if (SPLIT)
+                            moe_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
+                    }
+                }
+            }
+            moe_mma_each<NT>([&](int mt, int nt, int r) {
+                acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
+            });
+        }
+    }
+    if (!live)
+        return;
+
+    const float *bias = m.bias + e * m.expert_bias;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int t = nt * MOE_MMA_N + 2 * c + r % 2;
+            if (t >= ch.count)
+                continue;
+            const int64_t pair = a.grouped[ch.first + t];
+            const uint32_t row = first + (uint32_t)g + 8u * (uint32_t)(r / 2);
+            if (W13) {
+                if (row < a.out_rows)
+                    a.out[pair * a.out_rows + row] = moe_gpu_swiglu(
+                        acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row], a.alpha, a.limit);
+            } else {
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++)
+                    if (row + 16u * (uint32_t)mt < a.out_rows)
+                        a.out[pair * a.out_rows + row + 16u * (uint32_t)mt] =
+                            acc[mt][nt][r] + bias[row + 16u * (uint32_t)mt];
+            }
+        }
+}
+
+template <bool W13, bool SPLIT>
+static __global__ void __launch_bounds__(MOE_MMA_THREADS, 3) moe_mma_kernel(moe_gpu_gemm a)
+{
+    extern __shared__ __align__(16) uint8_t moe_mma_smem[];
+    if ((int32_t)blockIdx.x >= *a.n_chunks)
+        return;
+    const moe_gpu_chunk ch = a.chunks[blockIdx.x];
+    uint32_t *lut = (uint32_t *)(moe_mma_smem + MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES);
+    for (int i = (int)threadIdx.x; i < 256 * MOE_MMA_LUT_COPIES; i += MOE_MMA_THREADS)
+        lut[i] = moe_mma_lut_entry((uint32_t)i / MOE_MMA_LUT_COPIES); /* visible after the first stage's barrier */
+    /* The n-tile count is uniform over the CTA: each gets its own unrolled body. */
+    if (ch.count <= MOE_MMA_N)
+        moe_mma_chunk<W13, 1, SPLIT>(a, ch, moe_mma_smem, lut);
+    else
+        moe_mma_chunk<W13, 2, SPLIT>(a, ch, moe_mma_smem, lut);
+}
+
+/* Launches the product of one matrix over every chunk. */
+template <bool W13, bool SPLIT>
+static sy_status moe_mma_launch(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
+{
+    /* Past 48 KB of shared memory a kernel must opt in. The attribute belongs to the current
+     * device, so it is set on every launch rather than once per process. */
+    SY_GPU_CHECKF(err,
+                  cudaFuncSetAttribute(moe_mma_kernel<W13, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)MOE_MMA_SMEM_BYTES),
+                  "for %d bytes of shared memory", (int)MOE_MMA_SMEM_BYTES);
+    const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
+                                : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
+    moe_mma_kernel<W13, SPLIT><<<dim3(max_chunks, slices), MOE_MMA_THREADS, MOE_MMA_SMEM_BYTES, gs>>>(g);
+    SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
+    return SY_OK;
+}
+
+#endif
