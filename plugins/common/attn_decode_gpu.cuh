@@ -17,15 +17,24 @@
  * When the next tile fits in registers (at most 8 pieces a thread) its loads are issued before the
  * current tile is computed, so each block keeps a tile of memory traffic in flight.
  *
- * Compute (CUDA cores; each thread a register tile): QK: 2 tokens x GH/4 heads; softmax: 128/GH
- * threads per head; PV: GH/4 heads x DMAX/32 dims. Later: the QK and PV products are small GEMMs
- * (GH x TILE x D) that belong on tensor cores (mma on NVIDIA, MFMA on CDNA) for the bandwidth
- * targets of docs/performance.md; this version is the correct, coalesced baseline. */
+ * Compute. The softmax runs on CUDA cores, 128/GH threads per head. The QK and PV products are
+ * small GEMMs (GH x TILE x D): on CUDA with bf16 or fp8 K/V they run on tensor cores
+ * (attn_decode_gpu_mma.cuh, MMA = true); otherwise (f32 K/V, the HIP build) on CUDA cores, each
+ * thread a register tile: QK 2 tokens x GH/4 heads, PV GH/4 heads x DMAX/32 dims. */
 #ifndef SY_ATTN_DECODE_GPU_CUH
 #define SY_ATTN_DECODE_GPU_CUH
 
+#include <type_traits>
+
 #include "attn_core_gpu.cuh"
 #include "sy_kv_addr.h"
+
+#if defined(SY_VENDOR_CUDA)
+#include "attn_decode_gpu_mma.cuh"
+#define SY_ATTN_DECODE_TENSOR_CORES 1
+#else
+#define SY_ATTN_DECODE_TENSOR_CORES 0
+#endif
 
 typedef struct sy_attn_gpu_decode {
     sy_attn_gpu_call c;
@@ -145,10 +154,22 @@ SY_DEV void sy_attn_gpu_decode_put(unsigned char *k_tile, unsigned char *v_tile,
     sy_st_raw<16>(dst, raw);
 }
 
-template <int LAYOUT, int KV, int GH, int DMAX>
+/* What the kernel keeps when the products run on CUDA cores. */
+struct sy_attn_decode_no_mma {
+};
+
+template <int LAYOUT, int KV, int GH, int DMAX, bool MMA>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
 {
     using S = sy_attn_decode_shape<LAYOUT, KV, GH, DMAX>;
+#if SY_ATTN_DECODE_TENSOR_CORES
+    using Mma = std::conditional_t<MMA, sy_attn_mma_decode<S, KV>, sy_attn_decode_no_mma>;
+#else
+    static_assert(!MMA, "tensor-core decode is CUDA only");
+    using Mma = sy_attn_decode_no_mma;
+#endif
+    Mma mma;
+    (void)mma;
     __shared__ __align__(16) unsigned char k_tile[S::TILE * S::K_ROW];
     __shared__ __align__(16) unsigned char v_tile[S::V_ROWS * S::V_ROW];
     __shared__ __align__(16) float q_s[GH * S::Q_ROW];
@@ -196,6 +217,10 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
     }
     const int chunks = (int)((D + S::VEC - 1) / S::VEC);
     __syncthreads();
+#if SY_ATTN_DECODE_TENSOR_CORES
+    if constexpr (MMA)
+        mma.start(q_s);
+#endif
     for (int64_t t0 = first; t0 < sp.hi; t0 += S::TILE) {
         if (S::PREFETCH) {
 #pragma unroll
@@ -221,6 +246,11 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
         }
 
         /* QK: scores of tokens ts + 32 t for this thread's heads. */
+#if SY_ATTN_DECODE_TENSOR_CORES
+        if constexpr (MMA)
+            mma.qk(k_tile, p_s, t0, sp.lo, sp.hi, p.c.score_scale);
+        else
+#endif
         {
             float sc[S::TPT][S::HPT];
 #pragma unroll
@@ -266,51 +296,58 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
         __syncthreads();
 
         /* PV: acc[hh][j] of dim d_j += p[n] v[n][d_j] over the tile. */
+#if SY_ATTN_DECODE_TENSOR_CORES
+        if constexpr (MMA)
+            mma.pv(v_tile, p_s, alpha_s);
+        else
+#endif
+        {
 #pragma unroll
-        for (int hh = 0; hh < S::HPT; hh++) {
-            const float a = alpha_s[hs * S::HPT + hh];
-#pragma unroll
-            for (int j = 0; j < S::DPT; j++)
-                acc[hh][j] *= a;
-        }
-        if constexpr (S::V5D) {
-            for (int n0 = 0; n0 < S::TILE; n0 += S::VEC) {
-                uint4 raw[S::DPT];
+            for (int hh = 0; hh < S::HPT; hh++) {
+                const float a = alpha_s[hs * S::HPT + hh];
 #pragma unroll
                 for (int j = 0; j < S::DPT; j++)
-                    raw[j] = sy_ld_raw<16>(v_tile + (ts + 32 * j) * S::V_ROW + n0 * S::ES);
+                    acc[hh][j] *= a;
+            }
+            if constexpr (S::V5D) {
+                for (int n0 = 0; n0 < S::TILE; n0 += S::VEC) {
+                    uint4 raw[S::DPT];
 #pragma unroll
-                for (int q4 = 0; q4 < S::VEC / 4; q4++) {
+                    for (int j = 0; j < S::DPT; j++)
+                        raw[j] = sy_ld_raw<16>(v_tile + (ts + 32 * j) * S::V_ROW + n0 * S::ES);
+#pragma unroll
+                    for (int q4 = 0; q4 < S::VEC / 4; q4++) {
+                        float4 pv[S::HPT];
+#pragma unroll
+                        for (int hh = 0; hh < S::HPT; hh++)
+                            pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0 + q4 * 4];
+#pragma unroll
+                        for (int j = 0; j < S::DPT; j++) {
+                            float v4[4];
+                            sy_unpack4<KV>(raw[j], q4, v4);
+#pragma unroll
+                            for (int hh = 0; hh < S::HPT; hh++)
+                                acc[hh][j] = sy_dot4(acc[hh][j], pv[hh], v4);
+                        }
+                    }
+                }
+            } else {
+                for (int n0 = 0; n0 < S::TILE; n0 += 4) {
                     float4 pv[S::HPT];
 #pragma unroll
                     for (int hh = 0; hh < S::HPT; hh++)
-                        pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0 + q4 * 4];
+                        pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0];
 #pragma unroll
-                    for (int j = 0; j < S::DPT; j++) {
-                        float v4[4];
-                        sy_unpack4<KV>(raw[j], q4, v4);
+                    for (int nn = 0; nn < 4; nn++) {
+                        float v[S::DPT];
+                        sy_ld_decode<KV, S::DPT>(v_tile + (n0 + nn) * S::V_ROW + ts * S::DPT * S::ES, v);
 #pragma unroll
-                        for (int hh = 0; hh < S::HPT; hh++)
-                            acc[hh][j] = sy_dot4(acc[hh][j], pv[hh], v4);
-                    }
-                }
-            }
-        } else {
-            for (int n0 = 0; n0 < S::TILE; n0 += 4) {
-                float4 pv[S::HPT];
+                        for (int hh = 0; hh < S::HPT; hh++) {
+                            const float w = nn == 0 ? pv[hh].x : nn == 1 ? pv[hh].y : nn == 2 ? pv[hh].z : pv[hh].w;
 #pragma unroll
-                for (int hh = 0; hh < S::HPT; hh++)
-                    pv[hh] = *(const float4 *)&p_s[(hs * S::HPT + hh) * S::P_ROW + n0];
-#pragma unroll
-                for (int nn = 0; nn < 4; nn++) {
-                    float v[S::DPT];
-                    sy_ld_decode<KV, S::DPT>(v_tile + (n0 + nn) * S::V_ROW + ts * S::DPT * S::ES, v);
-#pragma unroll
-                    for (int hh = 0; hh < S::HPT; hh++) {
-                        const float w = nn == 0 ? pv[hh].x : nn == 1 ? pv[hh].y : nn == 2 ? pv[hh].z : pv[hh].w;
-#pragma unroll
-                        for (int j = 0; j < S::DPT; j++)
-                            acc[hh][j] = fmaf(w, v[j], acc[hh][j]);
+                            for (int j = 0; j < S::DPT; j++)
+                                acc[hh][j] = fmaf(w, v[j], acc[hh][j]);
+                        }
                     }
                 }
             }
@@ -318,27 +355,31 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
         __syncthreads();
     }
 
-    /* Output (one split) or the split's partial. */
+    /* Output (one split) or the split's partial: dim d of the block's head g. */
     const uint32_t Hq = p.dims.kv_heads * p.group;
-#pragma unroll
-    for (int hh = 0; hh < S::HPT; hh++) {
-        const uint32_t g = hs * S::HPT + hh;
-        if (g >= n_heads)
-            continue;
+    const auto emit = [&](uint32_t g, uint32_t d, float value) {
+        if (g >= n_heads || d >= D)
+            return;
         const uint32_t head = head0 + g;
-        const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
-        const uint64_t part = ((uint64_t)b * Hq + head) * p.num_splits + split;
-#pragma unroll
-        for (int j = 0; j < S::DPT; j++) {
-            const uint32_t d = S::V5D ? ts + 32 * j : ts * S::DPT + j;
-            if (d >= D)
-                continue;
-            if (p.num_splits == 1)
-                sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d,
-                                 sy_attn_gpu_finish(m_s[g], l_s[g], acc[hh][j], sink) * p.c.out_scale);
-            else
-                p.part_acc[part * D + d] = acc[hh][j];
+        if (p.num_splits == 1) {
+            const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
+            sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d,
+                             sy_attn_gpu_finish(m_s[g], l_s[g], value, sink) * p.c.out_scale);
+        } else {
+            p.part_acc[(((uint64_t)b * Hq + head) * p.num_splits + split) * D + d] = value;
         }
+    };
+#if SY_ATTN_DECODE_TENSOR_CORES
+    if constexpr (MMA)
+        mma.each_output(emit);
+    else
+#endif
+    {
+#pragma unroll
+        for (int hh = 0; hh < S::HPT; hh++)
+#pragma unroll
+            for (int j = 0; j < S::DPT; j++)
+                emit(hs * S::HPT + hh, S::V5D ? ts + 32 * j : ts * S::DPT + j, acc[hh][j]);
     }
     if (p.num_splits > 1 && tid < (int)n_heads) {
         const uint64_t part = ((uint64_t)b * Hq + head0 + tid) * p.num_splits + split;
@@ -386,14 +427,18 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combin
     }
 }
 
-/* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block. */
+/* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block, the
+ * products on tensor cores where they can be. */
 template <int LAYOUT, int KV>
 static void sy_attn_gpu_decode_launch_kv(const sy_attn_gpu_decode &p, int dmax, dim3 grid, gpuStream_t stream)
 {
+    constexpr bool mma = SY_ATTN_DECODE_TENSOR_CORES && KV != SY_DTYPE_F32;
     if (dmax == 64)
-        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64>)(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
+                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64, mma>)(p);
     else
-        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream, sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128>)(p);
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
+                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128, mma>)(p);
 }
 
 template <int LAYOUT>

@@ -14,10 +14,7 @@
  * rows, about 18 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
  * the tensor cores, set the speed.
  *
- * Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16" with .bf16): lane = 4g + c holds
- *   A: rows g and g+8, columns 2c, 2c+1 (registers 0, 1) and 2c+8, 2c+9 (registers 2, 3);
- *   B: k-rows 2c, 2c+1 and 2c+8, 2c+9 of column (token) g;  C: rows g, g+8, tokens 2c, 2c+1.
- * A dot product does not care which k sits in which fragment column as long as A and B agree, so
+ * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
  * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
  * k = 8c .. 8c+7, and step s (0, 1) maps columns {2c, 2c+1, 2c+8, 2c+9} to k = 8c + 4s + {0, 1, 2,
  * 3}. Each byte is then exactly one A register (its low nibble, the lower k, in the low half), and
@@ -26,13 +23,14 @@
  * Exactness. An E2M1 value is exact in bf16 (a 256-entry table in shared memory turns a byte into
  * the two bf16 of its nibbles); the block's E8M0 scale is applied in f32 to the block's partial sum
  * (a power of two). bf16 inputs go into B as they are; f32 inputs (w2's activations, or an f32 x)
- * are split into a bf16 high part and the bf16 of the remainder, two products per step, which
- * leaves about 2^-17 of each input unrepresented. Every output is a function of its own pair's
- * input row and the expert's weights: the chunk it shares, its column in the chunk and the tile
- * layout (only the addresses differ) never reach the arithmetic, so repeated runs and the two
- * plugins agree bit for bit. */
+ * are split into bf16 high and low parts (mma_bf16_cuda.cuh), two products per step. Every output
+ * is a function of its own pair's input row and the expert's weights: the chunk it shares, its
+ * column in the chunk and the tile layout (only the addresses differ) never reach the arithmetic,
+ * so repeated runs and the two plugins agree bit for bit. */
 #ifndef SY_MOE_MXFP4_GPU_MMA_CUH
 #define SY_MOE_MXFP4_GPU_MMA_CUH
+
+#include "mma_bf16_cuda.cuh"
 
 enum {
     MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
@@ -61,19 +59,6 @@ static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
 static_assert(MOE_MMA_W_BYTES == 4 * 16 * MOE_MMA_THREADS, "four 16-byte weight copies per thread a stage");
 static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy per thread a stage");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
-
-static __device__ __forceinline__ void moe_mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-    (void)d, (void)a, (void)b0, (void)b1;
-    __trap(); /* the build refuses architectures below sm_80 (cmake/gpu.cmake) */
-#endif
-}
 
 /* 16 bytes global -> shared without a register round trip; `bytes` 0 writes zeros and reads nothing. */
 static __device__ __forceinline__ void moe_mma_copy16(void *dst, const void *src, int bytes)
@@ -105,11 +90,6 @@ static __device__ __forceinline__ void moe_mma_wait_oldest(void)
 static __device__ __forceinline__ uint32_t moe_mma_lut_entry(uint32_t byte)
 {
     return (sy_f32_bits(sy_e2m1_to_f32(byte & 0xFu)) >> 16) | (sy_f32_bits(sy_e2m1_to_f32(byte >> 4)) & 0xFFFF0000u);
-}
-
-static __device__ __forceinline__ uint32_t moe_mma_pack_bf16(float lo, float hi)
-{
-    return (uint32_t)sy_f32_to_bf16(lo) | (uint32_t)sy_f32_to_bf16(hi) << 16;
 }
 
 /* Tile t of a CTA in tile-order rows: w13 warp t/2's gate (even t) or up (odd t) tile of
@@ -265,11 +245,8 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                     const float4 v0 = *(const float4 *)xr, v1 = *(const float4 *)(xr + 4);
                     const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
 #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const float h0 = sy_round_bf16(v[2 * r]), h1 = sy_round_bf16(v[2 * r + 1]);
-                        bh[nt][r] = moe_mma_pack_bf16(h0, h1);
-                        bl[nt][r] = moe_mma_pack_bf16(v[2 * r] - h0, v[2 * r + 1] - h1);
-                    }
+                    for (int r = 0; r < 4; r++)
+                        sy_mma_split_bf16(v[2 * r], v[2 * r + 1], &bh[nt][r], &bl[nt][r]);
                 } else {
                     const uint4 v = *(const uint4 *)(xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW_BF16 +
                                                      (jj * SY_MXFP4_BLOCK + 8 * c) * 2);
@@ -300,9 +277,9 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                                               lut[((row_g8 >> (16 * s + 8)) & 0xFFu) * MOE_MMA_LUT_COPIES]};
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++) {
-                        moe_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
+                        sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
                         if (SPLIT)
-                            moe_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
+                            sy_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
                     }
                 }
             }

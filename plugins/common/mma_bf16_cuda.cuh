@@ -1,0 +1,49 @@
+/* bf16 tensor-core products on NVIDIA GPUs (mma.sync m16n8k16, f32 accumulate; sm_80 and newer,
+ * which cmake/gpu.cmake requires of SY_CUDA_ARCHS), shared by the CUDA-only kernels. HIP builds
+ * never include this: their matrix cores need their own fragment layouts.
+ *
+ * Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16" with .bf16), lane = 4g + c:
+ *   A (16 x 16, row-major): register 0 row g, columns 2c, 2c+1; 1 row g+8, the same columns;
+ *                           2 row g, columns 2c+8, 2c+9; 3 row g+8, columns 2c+8, 2c+9
+ *   B (16 x 8, column-major): register 0 k-rows 2c, 2c+1 of column g; 1 k-rows 2c+8, 2c+9
+ *   C (16 x 8, f32): 0, 1 row g, columns 2c, 2c+1; 2, 3 row g+8, columns 2c, 2c+1
+ * A register holds two bf16, the lower column (or k) in its low half.
+ *
+ * f32 operands keep about f32 accuracy as two bf16 parts, x = hi + lo with hi = bf16(x) and
+ * lo = bf16(x - hi) (x - hi is exact in f32): two products, leaving about 2^-17 of x out. */
+#ifndef SY_MMA_BF16_CUDA_CUH
+#define SY_MMA_BF16_CUDA_CUH
+
+#include <stdint.h>
+
+#include "sy_numeric.h"
+
+/* d += a b over one 16 x 8 x 16 tile. */
+static __device__ __forceinline__ void sy_mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap(); /* the build refuses architectures below sm_80 (cmake/gpu.cmake) */
+#endif
+}
+
+/* Two f32 as the bf16 pair (lo, hi), each rounded to nearest even. */
+static __device__ __forceinline__ uint32_t sy_mma_pack_bf16(float lo, float hi)
+{
+    return (uint32_t)sy_f32_to_bf16(lo) | (uint32_t)sy_f32_to_bf16(hi) << 16;
+}
+
+/* The pair (x0, x1) as its high bf16 parts and the bf16 of the remainders. */
+static __device__ __forceinline__ void sy_mma_split_bf16(float x0, float x1, uint32_t *hi, uint32_t *lo)
+{
+    const float h0 = sy_round_bf16(x0), h1 = sy_round_bf16(x1);
+    *hi = sy_mma_pack_bf16(h0, h1);
+    *lo = sy_mma_pack_bf16(x0 - h0, x1 - h1);
+}
+
+#endif
