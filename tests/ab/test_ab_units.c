@@ -135,6 +135,11 @@ START_TEST(verdict_sentences)
     ck_assert_str_eq(text, "B faster by 12.3% (10.9\u201313.8%)");
     ck_assert_int_eq(sy_ab_verdict_of(1, 1.25, 1.1, 1.4, text, sizeof text), SY_AB_B_SLOWER);
     ck_assert_str_eq(text, "B slower by 25.0% (10.0\u201340.0%)");
+    /* Significant but under a tenth of a percent: more decimals, never "0.0% (0.0-0.0%)". */
+    ck_assert_int_eq(sy_ab_verdict_of(1, 1.00031, 1.00012, 1.00052, text, sizeof text), SY_AB_B_SLOWER);
+    ck_assert_str_eq(text, "B slower by 0.03% (0.01\u20130.05%)");
+    ck_assert_int_eq(sy_ab_verdict_of(1, 0.99996, 0.99994, 0.99998, text, sizeof text), SY_AB_B_FASTER);
+    ck_assert_str_eq(text, "B faster by 0.004% (0.002\u20130.006%)");
     ck_assert_int_eq(sy_ab_verdict_of(1, 1.02, 0.97, 1.08, text, sizeof text), SY_AB_NO_DIFFERENCE);
     ck_assert_str_eq(text, "no significant difference");
     ck_assert_int_eq(sy_ab_verdict_of(1, 0.99, 0.95, 1.0, text, sizeof text), SY_AB_NO_DIFFERENCE);

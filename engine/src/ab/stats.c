@@ -110,15 +110,18 @@ int32_t sy_ab_verdict_of(int measured, double ratio, double low, double high, ch
         snprintf(summary, len, "no significant difference");
         return SY_AB_NO_DIFFERENCE;
     }
-    /* "faster by p%": B's median time is p% below A's; the interval maps the same way. */
-    if (high < 1) {
-        snprintf(summary, len, "B faster by %.1f%% (%.1f\u2013%.1f%%)", 100 * (1 - ratio), 100 * (1 - high),
-                 100 * (1 - low));
-        return SY_AB_B_FASTER;
-    }
-    snprintf(summary, len, "B slower by %.1f%% (%.1f\u2013%.1f%%)", 100 * (ratio - 1), 100 * (low - 1),
-             100 * (high - 1));
-    return SY_AB_B_SLOWER;
+    /* "faster by p%": B's median time is p% below A's; the interval maps the same way. A difference
+     * that is real but tiny (two identical kernels a few ns apart) gets the decimals that keep its
+     * interval's near end from reading 0.0%. */
+    const int faster = high < 1;
+    const double effect = 100 * (faster ? 1 - ratio : ratio - 1), near = 100 * (faster ? 1 - high : low - 1);
+    const double far = 100 * (faster ? 1 - low : high - 1);
+    int decimals = 1;
+    while (decimals < 4 && near * pow(10, decimals) < 0.5)
+        decimals++;
+    snprintf(summary, len, "B %s by %.*f%% (%.*f\u2013%.*f%%)", faster ? "faster" : "slower", decimals, effect,
+             decimals, near, decimals, far);
+    return faster ? SY_AB_B_FASTER : SY_AB_B_SLOWER;
 }
 
 const char *sy_ab_verdict_name(int32_t verdict)
