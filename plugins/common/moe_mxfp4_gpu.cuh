@@ -16,8 +16,9 @@
  *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
  *            counts, and a list of chunks (expert, first, count <= the product's chunk size) per expert
  *   scatter  the pairs grouped by expert
+ *   split    (CUDA, f32 x) x as bf16 high and low planes, the tensor-core product's input
  *   w13      per (chunk, a slice of intermediate indices): gate and up rows times the chunk's
- *            tokens, + b13, clamped SwiGLU -> act[pair][I]
+ *            tokens, + b13, clamped SwiGLU -> act[pair][I] (CUDA: as two bf16 planes, for w2)
  *   w2       per (chunk, a slice of hidden rows): W2 act + b2 -> y[pair][H]
  *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
  * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs).
@@ -496,7 +497,11 @@ typedef struct moe_gpu_gemm {
     uint32_t out_rows;        /* w13: intermediate I (act columns); w2: hidden H */
     uint32_t gate_up_layout, inter_padded;
     float alpha, limit;
-    int32_t x_async; /* input rows 16-byte aligned at every block: the tensor-core product copies them asynchronously */
+    /* The tensor-core product (CUDA) only: */
+    int32_t x_async;      /* bf16 input rows 16-byte aligned at every block: copied asynchronously */
+    int64_t in_lo_offset; /* two-plane input: bytes from a row's high parts to its low parts; 0: one plane */
+    uint16_t *out_hi;     /* w13: act as two bf16 planes, the high parts here ... */
+    int64_t out_lo_offset; /* ... and the low parts this many elements further */
 } moe_gpu_gemm;
 
 /* E2M1 code `q` of `word` (bits 4q..4q+3) as the f32 e2m1 * 2^-126 (see the file's comment). */
@@ -715,6 +720,7 @@ typedef struct moe_gpu_scratch {
     moe_gpu_chunk *chunks;
     float *act, *y;
     size_t count_bytes; /* counts and fill, cleared before each pass */
+    uint16_t *x_planes; /* CUDA, f32 x: the slice's x as bf16 high and low planes */
 } moe_gpu_scratch;
 
 #if defined(SY_VENDOR_CUDA)
@@ -729,13 +735,30 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts)
     return (pairs + MOE_GPU_CHUNK_TOKENS - 1) / MOE_GPU_CHUNK_TOKENS + experts;
 }
 
+#if defined(SY_VENDOR_CUDA)
+/* Row blockIdx.x of an f32 x as two bf16 planes [rows][H], high parts at hi and the bf16 of the
+ * remainders `plane` elements further: what the tensor-core product takes for f32 input. */
+static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
+    moe_gpu_split_kernel(const float *x, int64_t x_stride, uint32_t H, uint16_t *hi, size_t plane)
+{
+    const float *row = x + (int64_t)blockIdx.x * x_stride;
+    uint16_t *out = hi + (size_t)blockIdx.x * H;
+    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
+        const float v = row[i], h = sy_round_bf16(v);
+        out[i] = sy_f32_to_bf16(h);
+        out[plane + i] = sy_f32_to_bf16(v - h);
+    }
+}
+
+#endif
+
 /* The grouped product of one matrix over every chunk: tensor cores on CUDA, CUDA cores on HIP. */
 template <bool W13>
 static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
 {
 #if defined(SY_VENDOR_CUDA)
-    return g.in_dtype == SY_DTYPE_F32 ? moe_mma_launch<W13, true>(g, max_chunks, gs, err)
-                                      : moe_mma_launch<W13, false>(g, max_chunks, gs, err);
+    return g.in_lo_offset ? moe_mma_launch<W13, true>(g, max_chunks, gs, err)
+                          : moe_mma_launch<W13, false>(g, max_chunks, gs, err);
 #else
     const unsigned slices = W13 ? g.out_rows / MOE_GPU_W13_INDICES : (g.out_rows + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS;
     moe_gpu_gemm_kernel<W13><<<dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs>>>(g);
@@ -744,19 +767,20 @@ static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, unsigned max_chun
 #endif
 }
 
-static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, moe_gpu_scratch *s,
-                                 sy_error *err)
+static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, uint32_t x_plane_rows,
+                                 moe_gpu_scratch *s, sy_error *err)
 {
     const size_t E = d->experts;
-    const size_t sizes[7] = {sizeof(int32_t) * 2 * E,
+    const size_t sizes[8] = {sizeof(int32_t) * 2 * E,
                              sizeof(int32_t) * (E + 1),
                              sizeof(int32_t) * 2,
                              sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts),
                              sizeof(int32_t) * pairs,
                              sizeof(float) * pairs * d->intermediate,
-                             sizeof(float) * pairs * d->hidden};
-    size_t off[7], total = 0;
-    for (int i = 0; i < 7; i++) {
+                             sizeof(float) * pairs * d->hidden,
+                             sizeof(uint16_t) * 2 * x_plane_rows * d->hidden};
+    size_t off[8], total = 0;
+    for (int i = 0; i < 8; i++) {
         off[i] = total;
         total += sy_gpu_workspace_align(sizes[i]);
     }
@@ -775,6 +799,7 @@ static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t 
     s->grouped = (int32_t *)(b + off[4]);
     s->act = (float *)(b + off[5]);
     s->y = (float *)(b + off[6]);
+    s->x_planes = (uint16_t *)(b + off[7]);
     return SY_OK;
 }
 
@@ -833,9 +858,14 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         return SY_OK;
     const uint32_t k = a->shape.top_k, E = d.experts;
     const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
-    const uint32_t max_pairs = (uint32_t)((T < slice_tokens ? T : slice_tokens) * k);
+    const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
+#if defined(SY_VENDOR_CUDA)
+    const bool split_x = a->x.dtype == SY_DTYPE_F32; /* the tensor-core product takes f32 as two bf16 planes */
+#else
+    const bool split_x = false; /* HIP's CUDA-core product reads f32 x as it is */
+#endif
     moe_gpu_scratch s;
-    st = moe_gpu_reserve(c, &d, max_pairs, &s, err);
+    st = moe_gpu_reserve(c, &d, max_pairs, split_x ? max_tokens : 0u, &s, err);
     if (st != SY_OK)
         return st;
 
@@ -893,6 +923,21 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.out = s.act;
         g.out_rows = d.intermediate;
         g.x_async = (uintptr_t)g.in % 16u == 0 && (x_stride * (int64_t)x_elem) % 16 == 0;
+        g.in_lo_offset = 0;
+#if defined(SY_VENDOR_CUDA)
+        if (split_x) {
+            const size_t plane = (size_t)max_tokens * d.hidden;
+            moe_gpu_split_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+                (const float *)g.in, x_stride, d.hidden, s.x_planes, plane);
+            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_split_kernel");
+            g.in = s.x_planes;
+            g.in_dtype = SY_DTYPE_BF16;
+            g.in_stride = d.hidden;
+            g.in_lo_offset = (int64_t)(plane * sizeof(uint16_t));
+        }
+#endif
+        g.out_hi = (uint16_t *)s.act;
+        g.out_lo_offset = (int64_t)max_pairs * d.intermediate;
         st = moe_gpu_launch_product<true>(g, max_chunks, gs, err);
         if (st != SY_OK)
             return st;
@@ -904,7 +949,12 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_stride = d.intermediate;
         g.out = s.y;
         g.out_rows = d.hidden;
-        g.x_async = d.intermediate % 4u == 0; /* act rows of f32, from an aligned allocation */
+#if defined(SY_VENDOR_CUDA)
+        /* The act planes w13 wrote: rows of a multiple of 32 bf16 from an aligned allocation. */
+        g.in_dtype = SY_DTYPE_BF16;
+        g.in_lo_offset = g.out_lo_offset * (int64_t)sizeof(uint16_t);
+        g.x_async = 1;
+#endif
         st = moe_gpu_launch_product<false>(g, max_chunks, gs, err);
         if (st != SY_OK)
             return st;

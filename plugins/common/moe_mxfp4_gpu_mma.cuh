@@ -11,7 +11,7 @@
  *
  * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps
  * MOE_MMA_STAGES stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input
- * rows, about 18 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
+ * rows, 20 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
  * the tensor cores, set the speed.
  *
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
@@ -22,8 +22,10 @@
  *
  * Exactness. An E2M1 value is exact in bf16 (a 256-entry table in shared memory turns a byte into
  * the two bf16 of its nibbles); the block's E8M0 scale is applied in f32 to the block's partial sum
- * (a power of two). bf16 inputs go into B as they are; f32 inputs (w2's activations, or an f32 x)
- * are split into bf16 high and low parts (mma_bf16_cuda.cuh), two products per step. Every output
+ * (a power of two). bf16 inputs go into B as they are. f32 inputs (w2's activations, which w13's
+ * epilogue writes so, and an f32 x, split by a pass before w13) arrive as two bf16 planes, the
+ * high parts and the bf16 of the remainders (mma_bf16_cuda.cuh): two products per step and no
+ * conversion inside the product, where every warp would repeat it for the same inputs. Every output
  * is a function of its own pair's input row and the expert's weights: the chunk it shares, its
  * column in the chunk and the tile layout (only the addresses differ) never reach the arithmetic,
  * so repeated runs and the two plugins agree bit for bit. */
@@ -43,11 +45,11 @@ enum {
     MOE_MMA_STAGES = 4,                        /* stages in flight: 3 loading while one is multiplied */
     MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
     MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
-    MOE_MMA_X_ROW_F32 = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 4 + 16, /* 528 bytes: 16 off a 128-byte multiple */
-    MOE_MMA_X_ROW_BF16 = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* 320 bytes: 64 off */
+    MOE_MMA_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* bf16: 320 bytes, 64 off a 128-byte multiple */
+    MOE_MMA_X_PLANE = MOE_MMA_TOKENS * MOE_MMA_X_ROW, /* one plane (high or low parts) of a stage's rows */
     MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
-    MOE_MMA_X_BYTES = MOE_MMA_TOKENS * MOE_MMA_X_ROW_F32,
+    MOE_MMA_X_BYTES = 2 * MOE_MMA_X_PLANE,
     MOE_MMA_STAGE_BYTES = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + MOE_MMA_X_BYTES,
     MOE_MMA_SMEM_BYTES = MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES + 256 * 4 * 16, /* + the e2m1 table */
     MOE_MMA_LUT_COPIES = 16,                   /* lanes l and l+16 share a copy: 2-way conflicts at most */
@@ -110,12 +112,13 @@ static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &
 typedef struct moe_mma_sources {
     const uint8_t *w[4];
     const uint8_t *scale;
-    const char *x_row[4]; /* NULL: that row is zeros */
+    const char *x_row[2]; /* NULL: that row is zeros */
     uint32_t x_column;
 } moe_mma_sources;
 
-/* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`. */
-template <bool SPLIT>
+/* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`: the weights, the
+ * scales and each staged row's bf16 parts (PLANES: the high plane and the low plane). */
+template <bool PLANES>
 static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources &src, uint32_t st,
                                                      uint8_t *slot)
 {
@@ -129,28 +132,22 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
     moe_mma_copy16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
                    src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
     uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
-    const int row_bytes = SPLIT ? MOE_MMA_X_ROW_F32 : MOE_MMA_X_ROW_BF16, rows_per_pass = SPLIT ? 4 : 8;
-    const uint32_t elem = SPLIT ? 4u : 2u, k_used = a.m.kblocks_used * SY_MXFP4_BLOCK;
-    const uint32_t k = j0 * SY_MXFP4_BLOCK + src.x_column * 16u / elem;
+    const uint32_t k_used = a.m.kblocks_used * SY_MXFP4_BLOCK, k = j0 * SY_MXFP4_BLOCK + src.x_column * 8u;
 #pragma unroll
-    for (int i = 0; i < (SPLIT ? 4 : 2); i++) {
-        const int row = tid / (SPLIT ? 32 : 16) + i * rows_per_pass;
-        uint8_t *dst = xs + row * row_bytes + src.x_column * 16u;
-        const char *row_src = src.x_row[i];
+    for (int i = 0; i < (PLANES ? 4 : 2); i++) {
+        const int row = tid / 16 + 8 * (i % 2), plane = i / 2;
+        uint8_t *dst = xs + plane * MOE_MMA_X_PLANE + row * MOE_MMA_X_ROW + src.x_column * 16u;
+        const char *row_src = src.x_row[i % 2];
         const bool have = row_src && k < k_used;
-        if (a.x_async) {
-            moe_mma_copy16(dst, have ? row_src + (size_t)k * elem : (const char *)a.in, have ? 16 : 0);
+        if (PLANES || a.x_async) {
+            moe_mma_copy16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
+                           have ? 16 : 0);
         } else {
-            /* Input rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
+            /* bf16 rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
             uint32_t v[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-            for (uint32_t e = 0; e < 16u / elem; e++) {
-                const float f = have ? moe_gpu_load_f32_or_bf16(row_src, a.in_dtype, k + e) : 0.0f;
-                if (SPLIT)
-                    v[e] = sy_f32_bits(f);
-                else
-                    v[e / 2] |= (uint32_t)sy_f32_to_bf16(f) << (16 * (e % 2));
-            }
+            for (uint32_t e = 0; e < 8u; e++)
+                v[e / 2] |= (have ? (uint32_t)((const uint16_t *)row_src)[k + e] : 0u) << (16 * (e % 2));
             *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
         }
     }
@@ -169,7 +166,7 @@ static __device__ __forceinline__ void moe_mma_each(F f)
                 f(mt, nt, r);
 }
 
-template <bool W13, int NT, bool SPLIT>
+template <bool W13, int NT, bool PLANES>
 static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem,
                                                      const uint32_t *lut_base)
 {
@@ -188,15 +185,14 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                    (tid % 64) * 16;
     src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13>(a, tid / 16) / 32u * 32u, 0, m.kblocks) +
                 (tid % 16) * 16;
-    const size_t in_elem = SPLIT ? 4 : 2;
-    src.x_column = (uint32_t)(tid % (SPLIT ? 32 : 16));
+    src.x_column = (uint32_t)(tid % 16);
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int row = tid / (SPLIT ? 32 : 16) + i * (SPLIT ? 4 : 8);
-        src.x_row[i] = row < ch.count && (SPLIT || i < 2)
-                           ? (const char *)a.in + (int64_t)(a.grouped[ch.first + row] / (int32_t)a.in_pair_divisor) *
-                                                      a.in_stride * (int64_t)in_elem
-                           : NULL;
+    for (int i = 0; i < 2; i++) {
+        const int row = tid / 16 + 8 * i;
+        src.x_row[i] = row < ch.count ? (const char *)a.in + (int64_t)(a.grouped[ch.first + row] /
+                                                                        (int32_t)a.in_pair_divisor) *
+                                                                 a.in_stride * 2
+                                      : NULL;
     }
     /* np of sy_moe_scale_offset for each of this warp's two tiles. */
     uint32_t tile_np[2];
@@ -215,7 +211,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 #pragma unroll
     for (int s = 0; s < MOE_MMA_STAGES - 1; s++) {
         if ((uint32_t)s < stages)
-            moe_mma_issue<SPLIT>(a, src, (uint32_t)s, smem + s * MOE_MMA_STAGE_BYTES);
+            moe_mma_issue<PLANES>(a, src, (uint32_t)s, smem + s * MOE_MMA_STAGE_BYTES);
         moe_mma_commit(); /* empty groups keep the count the wait relies on */
     }
     for (uint32_t st = 0; st < stages; st++) {
@@ -224,7 +220,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         __syncthreads();
         const uint32_t next = st + MOE_MMA_STAGES - 1;
         if (next < stages)
-            moe_mma_issue<SPLIT>(a, src, next, smem + (next % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES);
+            moe_mma_issue<PLANES>(a, src, next, smem + (next % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES);
         moe_mma_commit();
         if (!live)
             continue;
@@ -235,22 +231,16 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             const uint32_t j = st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj;
             if (j >= kb)
                 break;
-            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, as bf16 (f32: high parts and remainders). */
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g: the high parts and (PLANES) the low. */
             uint32_t bh[NT][4], bl[NT][4];
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
-                if (SPLIT) {
-                    const float *xr = (const float *)(xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW_F32) +
-                                      jj * SY_MXFP4_BLOCK + 8 * c;
-                    const float4 v0 = *(const float4 *)xr, v1 = *(const float4 *)(xr + 4);
-                    const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        sy_mma_split_bf16(v[2 * r], v[2 * r + 1], &bh[nt][r], &bl[nt][r]);
-                } else {
-                    const uint4 v = *(const uint4 *)(xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW_BF16 +
-                                                     (jj * SY_MXFP4_BLOCK + 8 * c) * 2);
-                    bh[nt][0] = v.x, bh[nt][1] = v.y, bh[nt][2] = v.z, bh[nt][3] = v.w;
+                const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
+                const uint4 h = *(const uint4 *)xr;
+                bh[nt][0] = h.x, bh[nt][1] = h.y, bh[nt][2] = h.z, bh[nt][3] = h.w;
+                if (PLANES) {
+                    const uint4 l = *(const uint4 *)(xr + MOE_MMA_X_PLANE);
+                    bl[nt][0] = l.x, bl[nt][1] = l.y, bl[nt][2] = l.z, bl[nt][3] = l.w;
                 }
             }
             float part[2][NT][4];
@@ -278,7 +268,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++) {
                         sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
-                        if (SPLIT)
+                        if (PLANES)
                             sy_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
                     }
                 }
@@ -302,9 +292,14 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             const int64_t pair = a.grouped[ch.first + t];
             const uint32_t row = first + (uint32_t)g + 8u * (uint32_t)(r / 2);
             if (W13) {
-                if (row < a.out_rows)
-                    a.out[pair * a.out_rows + row] = moe_gpu_swiglu(
-                        acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row], a.alpha, a.limit);
+                if (row < a.out_rows) {
+                    /* act as w2's input planes: its high bf16 parts and the bf16 of the remainders. */
+                    const float act = moe_gpu_swiglu(acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row],
+                                                     a.alpha, a.limit);
+                    const float hi = sy_round_bf16(act);
+                    a.out_hi[pair * a.out_rows + row] = sy_f32_to_bf16(hi);
+                    a.out_hi[a.out_lo_offset + pair * a.out_rows + row] = sy_f32_to_bf16(act - hi);
+                }
             } else {
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++)
@@ -315,7 +310,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         }
 }
 
-template <bool W13, bool SPLIT>
+template <bool W13, bool PLANES>
 static __global__ void __launch_bounds__(MOE_MMA_THREADS, 3) moe_mma_kernel(moe_gpu_gemm a)
 {
     extern __shared__ __align__(16) uint8_t moe_mma_smem[];
@@ -327,24 +322,24 @@ static __global__ void __launch_bounds__(MOE_MMA_THREADS, 3) moe_mma_kernel(moe_
         lut[i] = moe_mma_lut_entry((uint32_t)i / MOE_MMA_LUT_COPIES); /* visible after the first stage's barrier */
     /* The n-tile count is uniform over the CTA: each gets its own unrolled body. */
     if (ch.count <= MOE_MMA_N)
-        moe_mma_chunk<W13, 1, SPLIT>(a, ch, moe_mma_smem, lut);
+        moe_mma_chunk<W13, 1, PLANES>(a, ch, moe_mma_smem, lut);
     else
-        moe_mma_chunk<W13, 2, SPLIT>(a, ch, moe_mma_smem, lut);
+        moe_mma_chunk<W13, 2, PLANES>(a, ch, moe_mma_smem, lut);
 }
 
 /* Launches the product of one matrix over every chunk. */
-template <bool W13, bool SPLIT>
+template <bool W13, bool PLANES>
 static sy_status moe_mma_launch(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
 {
     /* Past 48 KB of shared memory a kernel must opt in. The attribute belongs to the current
      * device, so it is set on every launch rather than once per process. */
     SY_GPU_CHECKF(err,
-                  cudaFuncSetAttribute(moe_mma_kernel<W13, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                  cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)MOE_MMA_SMEM_BYTES),
                   "for %d bytes of shared memory", (int)MOE_MMA_SMEM_BYTES);
     const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
                                 : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
-    moe_mma_kernel<W13, SPLIT><<<dim3(max_chunks, slices), MOE_MMA_THREADS, MOE_MMA_SMEM_BYTES, gs>>>(g);
+    moe_mma_kernel<W13, PLANES><<<dim3(max_chunks, slices), MOE_MMA_THREADS, MOE_MMA_SMEM_BYTES, gs>>>(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
     return SY_OK;
 }
