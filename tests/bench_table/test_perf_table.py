@@ -194,6 +194,21 @@ class MissingInputs(unittest.TestCase):
         r = rows_by(rows, "add + RMSNorm + pad, 128 rows", "-")
         self.assertEqual((r.result, r.reference), ("not met", "PyTorch add, rms_norm, pad: not measured"))
 
+    def test_kernels_update_replaces_its_cases_only(self):
+        kernels = source("kernels", "kernels.json")
+        name = "moe.interleave.T128.E128.k4"
+        before = dict(kernels.cases)
+        later = perf_table.Source("kernels update", {"cases": [
+            dict(before[name], median_us=before[name]["median_us"] / 2),
+            {"name": "copy.d2d", "status": "ok", "median_us": 1.0, "GBps": 1.0},
+            {"name": "norm.add_rmsnorm_pad.M128.N2880.P3072", "status": "failed"}]})
+        self.assertEqual(kernels.update(later), [name])
+        self.assertEqual(kernels.cases[name]["median_us"], before[name]["median_us"] / 2)
+        # The copy of the main run and the cases the update could not measure stay as they were.
+        self.assertEqual(kernels.cases["copy.d2d"], before["copy.d2d"])
+        kept = "norm.add_rmsnorm_pad.M128.N2880.P3072"
+        self.assertEqual(kernels.cases[kept], before[kept])
+
     def test_broken_and_absent_files_are_warnings(self):
         tmp = tempfile.mkdtemp()
         try:
