@@ -60,7 +60,7 @@ if(SY_WITH_CUDA)
     endif()
     string(REGEX MATCH "^[0-9]+" _arch_number "${_arch}")
     if(_arch_number LESS 80)
-      # The MoE plugins' expert product uses bf16 mma.sync (plugins/common/moe_mxfp4_gpu_mma.cuh).
+      # The MoE and decode-attention products use bf16 mma.sync (plugins/common/mma_bf16_cuda.cuh).
       message(FATAL_ERROR "SY_CUDA_ARCHS: '${_arch}' is older than sm_80, the oldest architecture the CUDA plugins support")
     endif()
   endforeach()
