@@ -22,8 +22,9 @@
  *   w2       per (chunk, a slice of hidden rows): W2 act + b2 -> y[pair][H]
  *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
  * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs).
- * The rest of this comment is the CUDA-core product the HIP build uses. Each weight byte of an expert is read once per chunk of up to 4 of its tokens (16-byte loads,
- * 16 rows x 16 blocks = 4 KB per CTA step, coalesced), and every sum is a function of one pair's
+ * The rest of this comment is the CUDA-core product the HIP build uses. Each weight byte of an
+ * expert is read once per chunk of up to 4 of its tokens (16-byte loads, 16 rows x 16 blocks =
+ * 4 KB per CTA step, coalesced), and every sum is a function of one pair's
  * data alone: the position a pair lands in inside its group (set by atomics), the chunk it shares
  * and the grouping order never reach the arithmetic, and neither does the layout (a CTA's thread
  * (row, column) owns the same logical row and blocks in both). Repeated runs and the two plugins
