@@ -264,10 +264,11 @@ function(sy_add_gpu_front_and_device target vendor)
 endfunction()
 
 # sy_add_gpu_backend(VENDOR): libsy_backend_<vendor>.so (gpu_backend_front.c) and its device library
-# (gpu_backend.c, gpu_synth.cu) from the one backend source.
+# (gpu_backend.c, gpu_synth.cu, gpu_greedy.cu) from the one backend source.
 function(sy_add_gpu_backend vendor)
   sy_add_gpu_front_and_device(sy_backend_${vendor} ${vendor}
     OUTPUT_DIR ${SY_PLUGIN_OUTPUT_DIR} INSTALL_DIR ${SY_PLUGIN_INSTALL_DIR}
     FRONT_SOURCES ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend_front.c
-    DEVICE_SOURCES ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_synth.cu)
+    DEVICE_SOURCES ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_backend.c ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_synth.cu
+                   ${CMAKE_SOURCE_DIR}/backends/gpu/gpu_greedy.cu)
 endfunction()

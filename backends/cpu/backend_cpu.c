@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "switchyard/backend.h"
+#include "sy_greedy.h"
 #include "sy_synth.h"
 
 #define CPU_ALIGNMENT 256
@@ -200,6 +201,26 @@ static sy_status cpu_synth_fill(void *ctx, sy_stream s, void *dst, uint64_t coun
     return SY_OK;
 }
 
+static sy_status cpu_greedy_rows(void *ctx, sy_stream s, const float *x, uint32_t rows, uint32_t cols,
+                                 uint64_t row_stride, uint32_t *out, sy_error *err)
+{
+    (void)ctx;
+    (void)s;
+    if (rows && (!x || !out))
+        return fail(err, SY_E_INVALID, !x ? "greedy_rows: x is NULL" : "greedy_rows: out is NULL");
+    if (rows && cols == 0)
+        return fail(err, SY_E_INVALID, "greedy_rows: rows of 0 values have no greedy token");
+    if (rows > 1 && row_stride < cols) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "greedy_rows: row_stride %llu is shorter than a row (%u)",
+                 (unsigned long long)row_stride, cols);
+        return fail(err, SY_E_INVALID, msg);
+    }
+    for (uint32_t r = 0; r < rows; r++)
+        out[r] = sy_greedy_token(x + (size_t)r * row_stride, cols);
+    return SY_OK;
+}
+
 static const sy_backend_desc cpu_backend = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,
@@ -224,6 +245,7 @@ static const sy_backend_desc cpu_backend = {
     .event_sync = cpu_event_sync,
     .event_elapsed_ms = cpu_event_elapsed,
     .synth_fill = cpu_synth_fill,
+    .greedy_rows = cpu_greedy_rows,
 };
 
 SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor);

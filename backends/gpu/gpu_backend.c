@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu_greedy.h"
 #include "gpu_runtime.h"
 #include "gpu_synth.h"
 #include "switchyard/backend.h"
@@ -308,6 +309,26 @@ static sy_status gpu_synth_fill(void *ctx, sy_stream stream, void *dst, uint64_t
     return SY_OK;
 }
 
+static sy_status gpu_greedy_rows(void *ctx, sy_stream stream, const float *x, uint32_t rows, uint32_t cols,
+                                 uint64_t row_stride, uint32_t *out, sy_error *err)
+{
+    const gpu_ctx *c = ctx;
+    if (rows && (!x || !out))
+        return fail_invalid(err, !x ? "greedy_rows: x is NULL" : "greedy_rows: out is NULL");
+    if (rows && cols == 0)
+        return fail_invalid(err, "greedy_rows: rows of 0 values have no greedy token");
+    if (rows > 1 && row_stride < cols)
+        return fail_invalid(err, "greedy_rows: row_stride is shorter than a row");
+    if ((uintptr_t)x % sizeof(float) != 0)
+        return fail_invalid(err, "greedy_rows: x is not aligned to a float");
+    sy_status st = select_device(c, err);
+    if (st != SY_OK)
+        return st;
+    SY_GPU_CHECKF(err, (gpuError_t)sy_gpu_greedy_rows((void *)sy_gpu_stream(stream), x, rows, cols, row_stride, out),
+                  "greedy tokens of %u rows of %u logits on device %d", rows, cols, c->device);
+    return SY_OK;
+}
+
 static const sy_backend_desc gpu_backend = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,
@@ -332,6 +353,7 @@ static const sy_backend_desc gpu_backend = {
     .event_sync = gpu_event_sync,
     .event_elapsed_ms = gpu_event_elapsed_ms,
     .synth_fill = gpu_synth_fill,
+    .greedy_rows = gpu_greedy_rows,
 };
 
 /* The device library's entry point, opened by the front (gpu_backend_front.c) under a name of its

@@ -194,6 +194,13 @@ static sy_status front_synth_fill(void *ctx, sy_stream stream, void *dst, uint64
     return d->synth_fill(ctx, stream, dst, count, spec, err);
 }
 
+static sy_status front_greedy_rows(void *ctx, sy_stream stream, const float *x, uint32_t rows, uint32_t cols,
+                                   uint64_t row_stride, uint32_t *out, sy_error *err)
+{
+    DEVICE_OR_FAIL("greedy_rows");
+    return d->greedy_rows(ctx, stream, x, rows, cols, row_stride, out, err);
+}
+
 static const sy_backend_desc front_backend = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,
@@ -218,6 +225,7 @@ static const sy_backend_desc front_backend = {
     .event_sync = front_event_sync,
     .event_elapsed_ms = front_event_elapsed_ms,
     .synth_fill = front_synth_fill,
+    .greedy_rows = front_greedy_rows,
 };
 
 SY_EXPORT const sy_backend_desc *sy_backend_entry(uint32_t host_major, uint32_t host_minor);

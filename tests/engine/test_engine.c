@@ -14,8 +14,10 @@
 #include "model/presets.h"
 #include "model/steps.h"
 #include "ref_forward.h"
+#include "sy_greedy.h"
 #include "sy_synth.h"
 #include "sy_test.h"
+#include "sy_test_greedy.h"
 
 static sy_registry *reg;
 
@@ -552,53 +554,21 @@ START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
 }
 END_TEST
 
-/* The greedy rule, written the plain way: the first index of the largest number; NaN never wins;
- * index 0 when there is no number. */
-static uint32_t plain_greedy(const float *x, uint32_t n)
-{
-    int found = 0;
-    uint32_t best = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (x[i] == x[i] && (!found || x[i] > x[best])) {
-            best = i;
-            found = 1;
-        }
-    return best;
-}
-
 START_TEST(greedy_token_is_the_first_largest)
 {
-    /* Random rows of lengths around the block size and the gpt-oss vocab, with the maximum planted
-     * twice (ties across and within blocks), NaNs scattered in, and the edge rows: all NaN, all
-     * -inf, -inf with NaN, a single element. */
+    /* Random rows of lengths around the block size and the gpt-oss vocab, in every pattern of
+     * sy_test_greedy_fill (ties across and within blocks, NaNs, all NaN, all -inf, -inf with NaN,
+     * +inf), and single elements. */
     sy_rng rng = {sy_test_seed()};
     static const uint32_t lengths[] = {1, 7, 1023, 1024, 1025, 3001, 201088};
     float *x = malloc(201088 * sizeof *x);
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
         uint32_t n = lengths[li];
         for (int trial = 0; trial < 40; trial++) {
-            sy_fill_uniform_f32(&rng, x, n, -30.0f, 30.0f);
-            int kind = trial % 8;
-            if (kind == 1 || kind == 2) { /* the maximum twice */
-                uint32_t i = sy_rng_below(&rng, n), j = sy_rng_below(&rng, n);
-                x[i] = x[j] = 31.0f;
-            }
-            if (kind == 3) /* NaNs, one of them where the maximum would be */
-                for (uint32_t i = 0; i < n; i += 1 + sy_rng_below(&rng, 97))
-                    x[i] = NAN;
-            if (kind == 4)
-                for (uint32_t i = 0; i < n; i++)
-                    x[i] = NAN;
-            if (kind == 5)
-                for (uint32_t i = 0; i < n; i++)
-                    x[i] = -INFINITY;
-            if (kind == 6)
-                for (uint32_t i = 0; i < n; i++)
-                    x[i] = i % 3 ? NAN : -INFINITY;
-            if (kind == 7) /* +inf beats everything, the first one wins */
-                x[sy_rng_below(&rng, n)] = x[n - 1] = INFINITY;
-            ck_assert_msg(sy_greedy_token(x, n) == plain_greedy(x, n), "n %u case %d: %u, the plain rule %u", n, kind,
-                          sy_greedy_token(x, n), plain_greedy(x, n));
+            int kind = trial % SY_TEST_GREEDY_KINDS;
+            sy_test_greedy_fill(&rng, x, n, kind);
+            ck_assert_msg(sy_greedy_token(x, n) == sy_test_plain_greedy(x, n), "n %u case %d: %u, the plain rule %u",
+                          n, kind, sy_greedy_token(x, n), sy_test_plain_greedy(x, n));
         }
     }
     free(x);
@@ -610,10 +580,12 @@ END_TEST
 
 START_TEST(decode_step_copies_and_waits_once)
 {
-    /* Per decode step, with per-op timing on: one wait for the device (for the logits), one copy
-     * of the logits back, and at most three copies up: the index block, the embeddings, and the
-     * slot map on a step where a sequence gained or lost a page. 20 steps over pages of 16 cross
-     * page boundaries, so steps with and without page changes are both counted. */
+    /* Per decode step, with per-op timing on: one wait for the device (for the tokens), one copy
+     * back of the greedy tokens the backend chose (4 bytes a sequence, not the logits), and at most
+     * three copies up: the index block, the embeddings, and the slot map on a step where a
+     * sequence gained or lost a page. 20 steps over pages of 16 cross page boundaries, so steps
+     * with and without page changes are both counted. The tokens are those the host chooses from
+     * the logits (the path a checkpoint callback takes). */
     variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0};
     /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
     sy_plan p = make_plan(&v, sy_test_seed());
@@ -626,10 +598,16 @@ START_TEST(decode_step_copies_and_waits_once)
     ck_assert_uint_eq(steps, v.synthetic ? v.output_len : v.output_len - 1);
     ck_assert_msg(t->syncs == steps, "%llu synchronizations in %u decode steps", (unsigned long long)t->syncs, steps);
     ck_assert_uint_eq(t->d2h_copies, steps);
-    ck_assert_uint_eq(t->d2h_bytes, (uint64_t)steps * v.batch * 512 * sizeof(float));
+    ck_assert_uint_eq(t->d2h_bytes, (uint64_t)steps * v.batch * sizeof(uint32_t));
     ck_assert_msg(t->h2d_copies >= 2u * steps && t->h2d_copies <= 3u * steps, "%llu copies up in %u decode steps",
                   (unsigned long long)t->h2d_copies, steps);
     ck_assert(m.op_ms[SY_KIND_ATTENTION] > 0 && m.op_ms[SY_KIND_MOE] > 0);
+    result host_chosen;
+    ck_assert_msg(run_variant(&v, p.weight_seed, &host_chosen, &err) == SY_OK, "%s", err.msg);
+    for (size_t i = 0; i < (size_t)v.batch * v.output_len; i++)
+        ck_assert_msg(m.tokens[i] == host_chosen.tokens[i], "token %zu: %u chosen by the backend, %u on the host", i,
+                      m.tokens[i], host_chosen.tokens[i]);
+    free_result(&host_chosen);
     sy_engine_destroy(e);
 }
 END_TEST

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sy_test.h"
+#include "sy_test_greedy.h"
 #include "switchyard/switchyard.h"
 
 #ifndef SY_TEST_GPU_BACKEND
@@ -447,6 +448,15 @@ START_TEST(test_fixture_on_device)
 }
 END_TEST
 
+/* The device's greedy tokens equal the plain rule's on every pattern and shape of the shared check. */
+START_TEST(test_greedy_rows)
+{
+    sy_rng rng = {sy_test_seed()};
+    char why[256] = "";
+    ck_assert_msg(sy_test_greedy_rows(backend, ctx, &rng, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
 int main(void)
 {
     open_registry();
@@ -468,6 +478,7 @@ int main(void)
         tcase_add_test(device, test_events_elapsed);
         tcase_add_test(device, test_errors_name_call_file_line);
         tcase_add_test(device, test_fixture_on_device);
+        tcase_add_test(device, test_greedy_rows);
         suite_add_tcase(suite, device);
     } else {
         printf("skipped: no GPU (%s)\n", backend_entry->probe_reason);

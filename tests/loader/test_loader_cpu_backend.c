@@ -13,6 +13,7 @@
 
 #include "fixture_support.h"
 #include "sy_test.h"
+#include "sy_test_greedy.h"
 #include "switchyard/switchyard.h"
 
 typedef struct cpu_fixture {
@@ -295,6 +296,24 @@ START_TEST(events_measure_monotonic_time)
 }
 END_TEST
 
+START_TEST(greedy_rows_follow_the_rule)
+{
+    cpu_fixture f;
+    open_cpu(&f);
+    sy_rng rng = {sy_test_seed()};
+    char why[256] = "";
+    ck_assert_msg(sy_test_greedy_rows(f.be, f.ctx, &rng, why, sizeof why) == 0, "%s", why);
+    sy_error err = {{0}};
+    uint32_t out = 0;
+    float x = 1.0f;
+    ck_assert_int_eq(f.be->greedy_rows(f.ctx, NULL, &x, 1, 0, 0, &out, &err), SY_E_INVALID);
+    ck_assert_msg(strstr(err.msg, "rows of 0 values"), "'%s'", err.msg);
+    ck_assert_int_eq(f.be->greedy_rows(f.ctx, NULL, &x, 2, 4, 3, &out, &err), SY_E_INVALID);
+    ck_assert_msg(strstr(err.msg, "row_stride 3 is shorter than a row (4)"), "'%s'", err.msg);
+    close_cpu(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -306,6 +325,7 @@ int main(void)
         memset_writes_exactly_its_range,
         streams_order_and_complete_on_return,
         events_measure_monotonic_time,
+        greedy_rows_follow_the_rule,
     };
     return sy_fixture_run_tests("loader_cpu_backend", tests, sizeof tests / sizeof tests[0]);
 }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define SY_ABI_MAJOR 1u
-#define SY_ABI_MINOR 1u /* 1.1: sy_backend_desc.synth_fill */
+#define SY_ABI_MINOR 2u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows */
 
 /* True when a struct of the given struct_size contains `member` entirely. */
 #define SY_HAS_MEMBER(struct_size, type, member) \

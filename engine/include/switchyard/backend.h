@@ -115,6 +115,15 @@ typedef struct sy_backend_desc {
      * large synthetic model never passes through host memory. */
     sy_status (*synth_fill)(void *ctx, sy_stream stream, void *dst, uint64_t count, const sy_synth_spec *spec,
                             sy_error *err);
+
+    /* ABI 1.2. Optional (NULL: the engine copies every logit back and chooses on the host). On the
+     * stream, for each of `rows` rows of `cols` f32 values in device memory (row r at
+     * x + r * row_stride), writes to out[r] (device memory) the greedy token: the index of the
+     * largest value, ties to the lower index, NaN never chosen, 0 for a row of NaN only (the rule
+     * of plugins/common/sy_greedy.h). A decode step then copies back 4 bytes a sequence instead of
+     * its vocab's logits. */
+    sy_status (*greedy_rows)(void *ctx, sy_stream stream, const float *x, uint32_t rows, uint32_t cols,
+                             uint64_t row_stride, uint32_t *out, sy_error *err);
 } sy_backend_desc;
 
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, abi_major) == 0, "sy_backend_desc v1 layout");
@@ -140,7 +149,8 @@ SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_record) == 144, "sy_backend_des
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_sync) == 152, "sy_backend_desc v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, event_elapsed_ms) == 160, "sy_backend_desc v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_backend_desc, synth_fill) == 168, "sy_backend_desc v1 layout");
-SY_STATIC_ASSERT(sizeof(sy_backend_desc) == 176, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(offsetof(sy_backend_desc, greedy_rows) == 176, "sy_backend_desc v1 layout");
+SY_STATIC_ASSERT(sizeof(sy_backend_desc) == 184, "sy_backend_desc v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_synth_spec, kind) == 4, "sy_synth_spec v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_synth_spec, seed) == 8, "sy_synth_spec v1 layout");
 SY_STATIC_ASSERT(offsetof(sy_synth_spec, tensor) == 16, "sy_synth_spec v1 layout");

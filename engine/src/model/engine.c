@@ -471,7 +471,8 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
         {&e->k, (size_t)T * kvd * f},               {&e->v, (size_t)T * kvd * f},
         {&e->attn_out, (size_t)T * qd * f},         {&e->router_logits, (size_t)T * d->experts * f},
         {&e->topk_w, (size_t)T * d->top_k * f},     {&e->topk_ids, (size_t)T * d->top_k * i4},
-        {&e->logits, (size_t)B * d->vocab * f},     {&e->k_lin, (size_t)e->max_kv_rows * kvd * es},
+        {&e->logits, (size_t)B * d->vocab * f},     {&e->d_next, (size_t)B * i4},
+        {&e->k_lin, (size_t)e->max_kv_rows * kvd * es},
         {&e->v_lin, (size_t)e->max_kv_rows * kvd * es},
         {&e->d_index, e->index_cap * i4},
         {&e->d_slot_map, (size_t)(e->cache.slot_map ? e->full_pages * p->page_size : 1) * i4},
@@ -485,6 +486,7 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     e->h_rows = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_rows2 = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_logits = sy_xcalloc((size_t)B * d->vocab, f);
+    e->h_next = sy_xcalloc(B, sizeof *e->h_next);
     e->tokens = sy_xcalloc((size_t)B * (p->output_len ? p->output_len : 1), sizeof *e->tokens);
     e->step_ms = sy_xcalloc(p->output_len ? p->output_len : 1, sizeof *e->step_ms);
     e->h_start = sy_xcalloc(B, sizeof *e->h_start);
@@ -586,7 +588,7 @@ void sy_engine_destroy(sy_engine *e)
     sy_kv_cache_free(&e->cache);
     void *host[] = {e->allocs,     e->layer,   e->embed_host, e->h_index,     e->h_rows,      e->h_rows2,
                     e->h_logits,   e->tokens,  e->step_ms,    e->h_start,     e->h_count,     e->op_events,
-                    e->op_kinds,   e->h_ctx_stage, e->h_ctx_slots};
+                    e->op_kinds,   e->h_ctx_stage, e->h_ctx_slots, e->h_next};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
     free(e);

@@ -64,7 +64,9 @@ struct sy_engine {
     int write_checked[2], decode_checked[2];
     float *h_rows;    /* t_max x hidden staging (embeddings in, checkpoints out) */
     float *h_rows2;
-    float *h_logits;  /* batch x vocab */
+    float *h_logits;  /* batch x vocab, when the logits come back (forward.c) */
+    void *d_next;     /* uint32 [batch]: greedy tokens chosen on the device */
+    uint32_t *h_next; /* [batch]: each sequence's greedy token after a forward */
 
     sy_kv_cache cache;
     uint32_t full_pages, swa_pages;
@@ -118,8 +120,6 @@ sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st,
 sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err);
 sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err);
 
-/* Greedy choice: the largest logit, ties to the lower id (NaN never wins). */
-uint32_t sy_greedy_token(const float *logits, uint32_t vocab);
 /* Empties every sequence and returns its pages to the pools. */
 sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err);
 
@@ -130,7 +130,8 @@ sy_status sy_index_block_upload(sy_engine *e, const uint32_t *start, const uint3
                                 uint32_t *T, int *has_prefix, uint32_t *rows_full, uint32_t *rows_swa, sy_error *err);
 
 /* One forward over `n[b]` new tokens of each sequence b starting at position `start[b]`, then the
- * logits of each sequence's last token (host copy in e->h_logits). */
+ * greedy token of each sequence's last position in e->h_next (and its logits in e->h_logits when a
+ * checkpoint callback is set or the backend chooses no tokens). */
 sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,
                      sy_error *err);
 

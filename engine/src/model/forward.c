@@ -4,14 +4,16 @@
  *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
  *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
  *   slice -> top-k -> MoE (output trimmed to hidden).
- * Then the final norm, lm_head on each sequence's last token, and the host copy of the logits. */
+ * Then the final norm, lm_head on each sequence's last token, and its greedy token. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "calls/checks.h"
 #include "model/engine_impl.h"
+#include "sy_greedy.h"
 #include "sy_numeric.h"
+#include "util/strbuf.h"
 
 static sy_rope_params rope_params(const sy_engine *e)
 {
@@ -208,6 +210,29 @@ static sy_status emit_checkpoint(sy_engine *e, uint32_t l, uint32_t T, sy_error 
     return SY_OK;
 }
 
+/* Each sequence's greedy token into e->h_next, and the wait for the device. Chosen where the logits
+ * are when the backend can (4 bytes a sequence come back, not its vocab's logits); the logits come
+ * back whole only for a backend without greedy_rows, or when a checkpoint reads them. */
+static sy_status greedy_tokens(sy_engine *e, uint32_t B, sy_error *err)
+{
+    const uint32_t V = e->d.vocab;
+    sy_status st;
+    if (!e->checkpoint && SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, greedy_rows) && e->be->greedy_rows) {
+        sy_error inner = {{0}};
+        if (e->be->greedy_rows(e->bctx, e->stream, e->logits, B, V, V, e->d_next, &inner) != SY_OK)
+            return sy_fail(err, SY_E_BACKEND, "%s greedy_rows of %u rows failed: %s", e->be->name, B, inner.msg);
+        if ((st = sy_eng_copy(e, e->h_next, e->d_next, (size_t)B * sizeof *e->h_next, SY_MEMCPY_D2H, err)))
+            return st;
+        return sy_eng_sync(e, err);
+    }
+    if ((st = sy_eng_copy(e, e->h_logits, e->logits, (size_t)B * V * sizeof(float), SY_MEMCPY_D2H, err)) ||
+        (st = sy_eng_sync(e, err)))
+        return st;
+    for (uint32_t b = 0; b < B; b++)
+        e->h_next[b] = sy_greedy_token(e->h_logits + (size_t)b * V, V);
+    return SY_OK;
+}
+
 sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, const uint32_t *token_ids, int decode,
                      sy_error *err)
 {
@@ -267,8 +292,7 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
                 return st;
         }
     }
-    if ((st = sy_eng_copy(e, e->h_logits, e->logits, (size_t)s.B * d->vocab * sizeof(float), SY_MEMCPY_D2H, err)) ||
-        (st = sy_eng_sync(e, err)))
+    if ((st = greedy_tokens(e, s.B, err)))
         return st;
     sy_op_times_collect(e);
     if (e->checkpoint)

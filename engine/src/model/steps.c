@@ -35,7 +35,7 @@ sy_status sy_steps_forward(sy_engine *e, uint32_t start, uint32_t n, const uint3
     }
     sy_status st = sy_forward(e, e->h_start, e->h_count, ids, decode, err);
     for (uint32_t b = 0; st == SY_OK && b < B; b++)
-        next[b] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+        next[b] = e->h_next[b];
     e->step_index++;
     return st;
 }

@@ -17,61 +17,6 @@ uint32_t sy_plan_chunk(const sy_plan *p)
     return p->prefill_chunk && p->prefill_chunk < p->input_len ? p->prefill_chunk : p->input_len;
 }
 
-/* The one-pass rule, for rows without a single number above -inf. */
-static uint32_t greedy_scan(const float *x, uint32_t n)
-{
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
-            best = i;
-    return best;
-}
-
-enum { GREEDY_BLOCK = 1024, GREEDY_LANES = 16 };
-
-/* The largest number of x[0..n) (-inf when none): independent lanes, so the compiler keeps them in
- * vector registers; a NaN never passes the > test. */
-static float block_max(const float *x, uint32_t n)
-{
-    float lane[GREEDY_LANES];
-    for (uint32_t j = 0; j < GREEDY_LANES; j++)
-        lane[j] = -INFINITY;
-    uint32_t i = 0;
-    for (; i + GREEDY_LANES <= n; i += GREEDY_LANES)
-        for (uint32_t j = 0; j < GREEDY_LANES; j++)
-            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-    for (; i < n; i++)
-        lane[0] = x[i] > lane[0] ? x[i] : lane[0];
-    float m = lane[0];
-    for (uint32_t j = 1; j < GREEDY_LANES; j++)
-        m = lane[j] > m ? lane[j] : m;
-    return m;
-}
-
-/* Greedy choice: the largest logit, ties to the lower id (NaN never wins). At 201088 logits a row
- * and 128 rows a step this runs on the host every decode step, so it is two passes that vectorize:
- * the maximum of each block, then the first index of the best block's maximum (the first block that
- * reaches the maximum holds its first index). */
-uint32_t sy_greedy_token(const float *x, uint32_t n)
-{
-    float best = -INFINITY;
-    uint32_t best_block = n;
-    for (uint32_t b0 = 0; b0 < n; b0 += GREEDY_BLOCK) {
-        float m = block_max(x + b0, n - b0 < GREEDY_BLOCK ? n - b0 : GREEDY_BLOCK);
-        if (m > best) {
-            best = m;
-            best_block = b0;
-        }
-    }
-    if (best_block == n)
-        return greedy_scan(x, n);
-    uint32_t end = n - best_block < GREEDY_BLOCK ? n : best_block + GREEDY_BLOCK;
-    for (uint32_t i = best_block; i < end; i++)
-        if (x[i] == best)
-            return i;
-    return best_block; /* not reached: the block's maximum is one of its elements */
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -148,7 +93,7 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
     } else {
         double t_prefill = sy_now_ms();
         for (uint32_t b = 0; st == SY_OK && b < B; b++)
-            e->tokens[(size_t)b * out] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+            e->tokens[(size_t)b * out] = e->h_next[b];
         *prefill_ms = t_prefill - t0;
         *ttft_ms = sy_now_ms() - t0;
     }
@@ -164,7 +109,7 @@ static sy_status run_once(sy_engine *e, double *ttft_ms, double *prefill_ms, dou
         }
         st = sy_forward(e, start, n, ids, 1, err);
         for (uint32_t b = 0; st == SY_OK && b < B; b++)
-            e->tokens[(size_t)b * out + step] = sy_greedy_token(e->h_logits + (size_t)b * e->d.vocab, e->d.vocab);
+            e->tokens[(size_t)b * out + step] = e->h_next[b];
         steps_ms[step - first_decoded] = sy_now_ms() - ts;
         e->step_index++;
         if (e->progress)
