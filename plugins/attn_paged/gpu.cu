@@ -200,6 +200,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     p.head_chunks = chunks;
     p.num_splits = splits;
     p.row_aligned = g->layout == SY_LAYOUT_VECTORIZED_5D || (D * sy_dtype_size(g->store_dtype)) % 16 == 0;
+    p.tiles_in_page = g->page_size % SY_ATTN_DECODE_TILE == 0;
     if (splits > 1) {
         const size_t parts = (size_t)B * a->q.shape[1] * splits;
         if ((st = reserve_partials(ctx, parts * (D + 2) * sizeof(float), err)) != SY_OK)

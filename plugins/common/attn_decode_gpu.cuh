@@ -48,6 +48,7 @@ typedef struct sy_attn_gpu_decode {
     uint32_t head_chunks; /* blocks per KV head: ceil(group / GH) */
     uint32_t num_splits;
     uint32_t row_aligned; /* nhd rows start on 16 bytes */
+    uint32_t tiles_in_page; /* the page size is a multiple of SY_ATTN_DECODE_TILE (see sy_attn_gpu_decode_tile) */
     float *part_ml;       /* num_splits > 1: [B][Hq][splits][2] (m, l) */
     float *part_acc;      /* [B][Hq][splits][D] */
 } sy_attn_gpu_decode;
@@ -105,14 +106,60 @@ typedef struct sy_attn_gpu_decode_span {
     int64_t lo, hi; /* the split's keys */
 } sy_attn_gpu_decode_span;
 
+/* Where the tile at t0 starts in the K and V pools. When pages hold whole tiles (P a multiple of
+ * TILE; tiles start on multiples of TILE) a tile is inside one page: one block-table read and one
+ * row address a tile, and every piece is a fixed offset from it, which takes the page lookup and
+ * the layout's divisions out of the per-piece work (they were most of the loader's instructions).
+ * Otherwise (smaller pages) each piece finds its own page. */
+typedef struct sy_attn_gpu_decode_tile {
+    uint64_t k_base, v_base; /* element offsets of the tile's first key, head kv_head, dim 0 */
+} sy_attn_gpu_decode_tile;
+
+SY_DEV sy_attn_gpu_decode_tile sy_attn_gpu_decode_tile_at(const sy_attn_gpu_decode &p,
+                                                          const sy_attn_gpu_decode_span &sp, int64_t t0)
+{
+    sy_attn_gpu_decode_tile t = {0u, 0u};
+    if (p.tiles_in_page) {
+        const uint32_t P = p.dims.page_size, page = (uint32_t)sp.table[(uint32_t)t0 / P], off = (uint32_t)t0 % P;
+        t.k_base = sy_kv_k_row_at(&p.dims, page, off, sp.kv_head).base;
+        t.v_base = sy_kv_v_row_at(&p.dims, page, off, sp.kv_head).base;
+    }
+    return t;
+}
+
 /* Piece `id` of the tile at t0 (ids below CHUNKS are K, the rest V) from the pool; zero for keys
- * outside the split and dims past D. */
+ * outside the split and dims past D. `tile` is sy_attn_gpu_decode_tile_at(t0). */
 template <class S, int LAYOUT, int KV>
 SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
-                                      int id)
+                                      const sy_attn_gpu_decode_tile &tile, int id)
 {
     const uint32_t D = p.dims.head_dim, P = p.dims.page_size;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    if (p.tiles_in_page) {
+        /* Offsets from the tile's first key (sy_kv_addr.h's formulas with the page fixed): nhd
+         * token rows H*D apart; vectorized_5d K tokens X apart and runs P*X apart; vectorized_5d V
+         * groups of X tokens D*X apart and dims X apart. */
+        if (id < S::CHUNKS || !S::V5D) {
+            const bool value = id >= S::CHUNKS;
+            const int k = value ? id - S::CHUNKS : id;
+            const int n = S::V5D ? k % S::TILE : k / S::CPR, c = S::V5D ? k / S::TILE : k % S::CPR;
+            const int64_t pos = t0 + n;
+            if (pos < sp.lo || pos >= sp.hi || (uint32_t)(c * S::VEC) >= D)
+                return zero;
+            const uint32_t rel = S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
+                                        : (uint32_t)n * p.dims.kv_heads * D + (uint32_t)c * S::VEC;
+            const int n_valid = D - c * S::VEC < (uint32_t)S::VEC ? (int)(D - c * S::VEC) : S::VEC;
+            return sy_attn_ld_chunk<KV>(value ? p.v_cache : p.k_cache, (value ? tile.v_base : tile.k_base) + rel,
+                                        n_valid, S::V5D || p.row_aligned);
+        }
+        const int k = id - S::CHUNKS, d = k % S::DIMS, gi = k / S::DIMS;
+        const int64_t pos0 = t0 + (int64_t)gi * S::VEC;
+        if ((uint32_t)d >= D || pos0 + S::VEC <= sp.lo || pos0 >= sp.hi)
+            return zero;
+        const uint64_t elem = tile.v_base + (uint32_t)gi * D * S::VEC + (uint32_t)d * S::VEC;
+        const uint4 raw = sy_ld_raw<16>((const char *)p.v_cache + elem * S::ES);
+        return sy_keep_elems<KV>(raw, (int)(sp.lo - pos0), (int)(sp.hi - pos0));
+    }
     if (id < S::CHUNKS || !S::V5D) {
         const bool value = id >= S::CHUNKS;
         const int k = value ? id - S::CHUNKS : id;
@@ -158,8 +205,17 @@ SY_DEV void sy_attn_gpu_decode_put(unsigned char *k_tile, unsigned char *v_tile,
 struct sy_attn_decode_no_mma {
 };
 
+/* Head dim 64 on CUDA: at most 128 registers, so that 4 blocks share a multiprocessor (both paths
+ * of the tile loader in one kernel would otherwise take more in some instantiations). */
+#if defined(SY_VENDOR_CUDA)
+#define SY_ATTN_DECODE_MIN_BLOCKS(dmax) ((dmax) == 64 ? 4 : 1)
+#else
+#define SY_ATTN_DECODE_MIN_BLOCKS(dmax) 1
+#endif
+
 template <int LAYOUT, int KV, int GH, int DMAX, bool MMA>
-static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX)) void sy_attn_gpu_decode_kernel(
+    const sy_attn_gpu_decode p)
 {
     using S = sy_attn_decode_shape<LAYOUT, KV, GH, DMAX>;
 #if SY_ATTN_DECODE_TENSOR_CORES
@@ -211,9 +267,10 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
     const int64_t first = sp.lo / S::TILE * S::TILE;
     uint4 staged[S::BATCH];
     if (S::PREFETCH && sp.lo < sp.hi) {
+        const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, first);
 #pragma unroll
         for (int i = 0; i < S::BATCH; i++)
-            staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, first, tid + S::NT * i);
+            staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, first, tile, tid + S::NT * i);
     }
     const int chunks = (int)((D + S::VEC - 1) / S::VEC);
     __syncthreads();
@@ -228,16 +285,18 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_decode
                 sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * i, staged[i]);
             __syncthreads();
             if (t0 + S::TILE < sp.hi) {
+                const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, t0 + S::TILE);
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
-                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0 + S::TILE, tid + S::NT * i);
+                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0 + S::TILE, tile, tid + S::NT * i);
             }
         } else {
+            const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, t0);
 #pragma unroll
             for (int b0 = 0; b0 < S::PER_THREAD; b0 += S::BATCH) {
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
-                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0, tid + S::NT * (b0 + i));
+                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0, tile, tid + S::NT * (b0 + i));
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
                     sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * (b0 + i), staged[i]);
