@@ -128,38 +128,16 @@ SY_DEV sy_attn_gpu_decode_tile sy_attn_gpu_decode_tile_at(const sy_attn_gpu_deco
 }
 
 /* Piece `id` of the tile at t0 (ids below CHUNKS are K, the rest V) from the pool; zero for keys
- * outside the split and dims past D. `tile` is sy_attn_gpu_decode_tile_at(t0). */
+ * outside the split and dims past D. `tile` is sy_attn_gpu_decode_tile_at(t0). With whole tiles
+ * in a page a piece is an offset from the tile's row (sy_kv_addr.h's formulas with the page fixed:
+ * nhd token rows H*D apart; vectorized_5d K tokens X apart and runs P*X apart; vectorized_5d V
+ * groups of X tokens D*X apart and dims X apart); otherwise it looks up its own page. */
 template <class S, int LAYOUT, int KV>
 SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
                                       const sy_attn_gpu_decode_tile &tile, int id)
 {
     const uint32_t D = p.dims.head_dim, P = p.dims.page_size;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    if (p.tiles_in_page) {
-        /* Offsets from the tile's first key (sy_kv_addr.h's formulas with the page fixed): nhd
-         * token rows H*D apart; vectorized_5d K tokens X apart and runs P*X apart; vectorized_5d V
-         * groups of X tokens D*X apart and dims X apart. */
-        if (id < S::CHUNKS || !S::V5D) {
-            const bool value = id >= S::CHUNKS;
-            const int k = value ? id - S::CHUNKS : id;
-            const int n = S::V5D ? k % S::TILE : k / S::CPR, c = S::V5D ? k / S::TILE : k % S::CPR;
-            const int64_t pos = t0 + n;
-            if (pos < sp.lo || pos >= sp.hi || (uint32_t)(c * S::VEC) >= D)
-                return zero;
-            const uint32_t rel = S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
-                                        : (uint32_t)n * p.dims.kv_heads * D + (uint32_t)c * S::VEC;
-            const int n_valid = D - c * S::VEC < (uint32_t)S::VEC ? (int)(D - c * S::VEC) : S::VEC;
-            return sy_attn_ld_chunk<KV>(value ? p.v_cache : p.k_cache, (value ? tile.v_base : tile.k_base) + rel,
-                                        n_valid, S::V5D || p.row_aligned);
-        }
-        const int k = id - S::CHUNKS, d = k % S::DIMS, gi = k / S::DIMS;
-        const int64_t pos0 = t0 + (int64_t)gi * S::VEC;
-        if ((uint32_t)d >= D || pos0 + S::VEC <= sp.lo || pos0 >= sp.hi)
-            return zero;
-        const uint64_t elem = tile.v_base + (uint32_t)gi * D * S::VEC + (uint32_t)d * S::VEC;
-        const uint4 raw = sy_ld_raw<16>((const char *)p.v_cache + elem * S::ES);
-        return sy_keep_elems<KV>(raw, (int)(sp.lo - pos0), (int)(sp.hi - pos0));
-    }
     if (id < S::CHUNKS || !S::V5D) {
         const bool value = id >= S::CHUNKS;
         const int k = value ? id - S::CHUNKS : id;
@@ -167,11 +145,18 @@ SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn
         const int64_t pos = t0 + n;
         if (pos < sp.lo || pos >= sp.hi || (uint32_t)(c * S::VEC) >= D)
             return zero;
-        const uint32_t page = (uint32_t)sp.table[(uint32_t)pos / P], off = (uint32_t)pos % P;
-        const sy_kv_row row = value ? sy_kv_v_row_at(&p.dims, page, off, sp.kv_head)
-                                    : sy_kv_k_row_at(&p.dims, page, off, sp.kv_head);
-        /* A chunk is one run of a vectorized_5d K row, or VEC consecutive elements of an nhd row. */
-        const uint64_t elem = S::V5D ? row.base + (uint64_t)c * row.run_stride : row.base + (uint64_t)c * S::VEC;
+        uint64_t elem;
+        if (p.tiles_in_page) {
+            elem = (value ? tile.v_base : tile.k_base) +
+                   (S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
+                           : (uint32_t)n * p.dims.kv_heads * D + (uint32_t)c * S::VEC);
+        } else {
+            const uint32_t page = (uint32_t)sp.table[(uint32_t)pos / P], off = (uint32_t)pos % P;
+            const sy_kv_row row = value ? sy_kv_v_row_at(&p.dims, page, off, sp.kv_head)
+                                        : sy_kv_k_row_at(&p.dims, page, off, sp.kv_head);
+            /* A chunk is one run of a vectorized_5d K row, or VEC consecutive elements of an nhd row. */
+            elem = S::V5D ? row.base + (uint64_t)c * row.run_stride : row.base + (uint64_t)c * S::VEC;
+        }
         const int n_valid = D - c * S::VEC < (uint32_t)S::VEC ? (int)(D - c * S::VEC) : S::VEC;
         return sy_attn_ld_chunk<KV>(value ? p.v_cache : p.k_cache, elem, n_valid, S::V5D || p.row_aligned);
     }
@@ -181,10 +166,15 @@ SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn
     const int64_t pos0 = t0 + (int64_t)gi * S::VEC;
     if ((uint32_t)d >= D || pos0 + S::VEC <= sp.lo || pos0 >= sp.hi)
         return zero;
-    const int64_t first = pos0 > sp.lo ? pos0 : sp.lo;
-    const uint32_t page = (uint32_t)sp.table[(uint32_t)first / P];
-    const sy_kv_row row = sy_kv_v_row_at(&p.dims, page, (uint32_t)pos0 % P, sp.kv_head);
-    const uint4 raw = sy_ld_raw<16>((const char *)p.v_cache + (row.base + (uint64_t)d * S::VEC) * S::ES);
+    uint64_t elem;
+    if (p.tiles_in_page) {
+        elem = tile.v_base + (uint32_t)gi * D * S::VEC + (uint32_t)d * S::VEC;
+    } else {
+        const int64_t first = pos0 > sp.lo ? pos0 : sp.lo;
+        const uint32_t page = (uint32_t)sp.table[(uint32_t)first / P];
+        elem = sy_kv_v_row_at(&p.dims, page, (uint32_t)pos0 % P, sp.kv_head).base + (uint64_t)d * S::VEC;
+    }
+    const uint4 raw = sy_ld_raw<16>((const char *)p.v_cache + elem * S::ES);
     return sy_keep_elems<KV>(raw, (int)(sp.lo - pos0), (int)(sp.hi - pos0));
 }
 
@@ -205,16 +195,17 @@ SY_DEV void sy_attn_gpu_decode_put(unsigned char *k_tile, unsigned char *v_tile,
 struct sy_attn_decode_no_mma {
 };
 
-/* Head dim 64 on CUDA: at most 128 registers, so that 4 blocks share a multiprocessor (both paths
- * of the tile loader in one kernel would otherwise take more in some instantiations). */
+/* The tensor-core kernels of head dim 64: at most 128 registers, so that 4 blocks share a
+ * multiprocessor (both paths of the tile loader in one kernel would otherwise take more in some
+ * instantiations). */
 #if defined(SY_VENDOR_CUDA)
-#define SY_ATTN_DECODE_MIN_BLOCKS(dmax) ((dmax) == 64 ? 4 : 1)
+#define SY_ATTN_DECODE_MIN_BLOCKS(dmax, mma) ((mma) && (dmax) == 64 ? 4 : 1)
 #else
-#define SY_ATTN_DECODE_MIN_BLOCKS(dmax) 1
+#define SY_ATTN_DECODE_MIN_BLOCKS(dmax, mma) 1
 #endif
 
 template <int LAYOUT, int KV, int GH, int DMAX, bool MMA>
-static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX)) void sy_attn_gpu_decode_kernel(
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX, MMA)) void sy_attn_gpu_decode_kernel(
     const sy_attn_gpu_decode p)
 {
     using S = sy_attn_decode_shape<LAYOUT, KV, GH, DMAX>;
