@@ -32,8 +32,7 @@ extern "C" {
 enum {
     SY_KV_GPU_THREADS = 128,  /* a multiple of both warp widths */
     SY_KV_GPU_MAX_GROUP = 16, /* tokens per block: X of fp8 vectorized_5d */
-    SY_KV_GPU_UNITS = 512,    /* K units a block aims at: SY_KV_GPU_BATCH a thread */
-    SY_KV_GPU_BATCH = 4       /* units a thread loads before it stores them */
+    SY_KV_GPU_UNITS = 128     /* K units a block aims at */
 };
 
 /* Token t's pool slot through the optional slot map, or -1 (skip / no such slot). */
@@ -174,55 +173,39 @@ SY_DEV void sy_kv_gpu_store_nhd_v_run(const sy_kv_gpu_pool &pool, int64_t slot, 
 /* Units of K (or of nhd V, `value` = 1) of the block: chunks of 16 / store bytes dims of one
  * token's row, loaded from `src` (the [T, H, D] sources) and stored. Unit order puts the dims of one
  * row next to each other for nhd (contiguous in source and pool) and the tokens of one chunk next
- * to each other for vectorized_5d (contiguous X-vectors in the pool). A thread loads
- * SY_KV_GPU_BATCH units before it stores them: the stores may alias the sources as far as the
- * compiler knows, so unit by unit it would keep one load in flight. */
+ * to each other for vectorized_5d (contiguous X-vectors in the pool). */
 template <int LAYOUT, int STORE>
 SY_DEV void sy_kv_gpu_write_rows(const sy_kv_gpu_pool &pool, const sy_kv_gpu_rows &src, const sy_kv_gpu_block &blk,
                                  const int64_t *slot_s, bool value)
 {
     constexpr uint32_t PER = sy_elems16<STORE>;
-    constexpr int BATCH = SY_KV_GPU_BATCH;
     const uint32_t D = pool.dims.head_dim, chunks = (D + PER - 1) / PER;
     const uint32_t units = blk.tokens * blk.heads * chunks;
     const void *base = value ? src.v : src.k;
     const int64_t s0 = value ? src.v_s0 : src.k_s0, s1 = value ? src.v_s1 : src.k_s1;
     const bool vec = value ? src.v_vec : src.k_vec;
-    for (uint32_t u0 = threadIdx.x; u0 < units; u0 += BATCH * blockDim.x) {
-        float x[BATCH][PER];
-        int64_t slot[BATCH];
-        uint32_t h[BATCH], d0[BATCH];
-        int n[BATCH];
-#pragma unroll
-        for (int i = 0; i < BATCH; i++) {
-            const uint32_t u = u0 + (uint32_t)i * blockDim.x;
-            uint32_t j = 0, c = 0, hh = 0;
-            if constexpr (LAYOUT == SY_LAYOUT_VECTORIZED_5D) {
-                j = u % blk.tokens;
-                c = u / blk.tokens % chunks;
-                hh = u / (blk.tokens * chunks);
-            } else {
-                c = u % chunks;
-                hh = u / chunks % blk.heads;
-                j = u / (chunks * blk.heads);
-            }
-            slot[i] = u < units ? slot_s[j] : -1;
-            h[i] = blk.h0 + hh;
-            d0[i] = c * PER;
-            n[i] = (int)(D - d0[i] < PER ? D - d0[i] : PER);
-            if (slot[i] >= 0)
-                sy_gpu_load_act_run<PER>(base, src.dtype, (blk.t0 + j) * s0 + (int64_t)h[i] * s1 + d0[i], n[i], vec,
-                                         x[i]);
+    for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
+        uint32_t j, c, hh;
+        if constexpr (LAYOUT == SY_LAYOUT_VECTORIZED_5D) {
+            j = u % blk.tokens;
+            c = u / blk.tokens % chunks;
+            hh = u / (blk.tokens * chunks);
+        } else {
+            c = u % chunks;
+            hh = u / chunks % blk.heads;
+            j = u / (chunks * blk.heads);
         }
-#pragma unroll
-        for (int i = 0; i < BATCH; i++) {
-            if (slot[i] < 0)
-                continue;
-            if (value)
-                sy_kv_gpu_store_nhd_v_run<STORE, PER>(pool, slot[i], h[i], d0[i], x[i], n[i]);
-            else
-                sy_kv_gpu_store_k_run<LAYOUT, STORE, PER>(pool, slot[i], h[i], d0[i], x[i], n[i]);
-        }
+        const int64_t slot = slot_s[j];
+        if (slot < 0)
+            continue;
+        const uint32_t h = blk.h0 + hh, d0 = c * PER;
+        const int n = (int)(D - d0 < PER ? D - d0 : PER);
+        float x[PER];
+        sy_gpu_load_act_run<PER>(base, src.dtype, (blk.t0 + j) * s0 + (int64_t)h * s1 + d0, n, vec, x);
+        if (value)
+            sy_kv_gpu_store_nhd_v_run<STORE, PER>(pool, slot, h, d0, x, n);
+        else
+            sy_kv_gpu_store_k_run<LAYOUT, STORE, PER>(pool, slot, h, d0, x, n);
     }
 }
 
@@ -239,29 +222,15 @@ SY_DEV void sy_kv_gpu_write_v_units(const sy_kv_gpu_pool &pool, const sy_kv_gpu_
         constexpr int ES = sy_elem_size<STORE>, X = sy_elems16<STORE>;
         const uint32_t D = pool.dims.head_dim;
         if (run) {
-            /* Batched like sy_kv_gpu_write_rows: the loads of several units before their stores. */
-            constexpr int BATCH = SY_KV_GPU_BATCH;
             const uint32_t units = blk.heads * D;
-            for (uint32_t u0 = threadIdx.x; u0 < units; u0 += BATCH * blockDim.x) {
-                float x[BATCH][X];
+            for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
+                const uint32_t d = u % D, h = blk.h0 + u / D;
+                float x[X];
 #pragma unroll
-                for (int i = 0; i < BATCH; i++) {
-                    const uint32_t u = u0 + (uint32_t)i * blockDim.x, d = u % D, h = blk.h0 + u / D;
-                    if (u < units)
-#pragma unroll
-                        for (int j = 0; j < X; j++)
-                            x[i][j] = sy_gpu_load_act(src.v, src.dtype,
-                                                      (blk.t0 + j) * src.v_s0 + (int64_t)h * src.v_s1 + d);
-                }
-#pragma unroll
-                for (int i = 0; i < BATCH; i++) {
-                    const uint32_t u = u0 + (uint32_t)i * blockDim.x, d = u % D, h = blk.h0 + u / D;
-                    if (u >= units)
-                        continue;
-                    const sy_kv_row row = sy_kv_gpu_v_row(pool.dims, slot_s[0], h);
-                    sy_st_raw<16>((char *)pool.v + sy_kv_gpu_v_elem<LAYOUT, STORE>(row, d) * ES,
-                                  sy_pack<STORE>(x[i], pool.v_scale));
-                }
+                for (int j = 0; j < X; j++)
+                    x[j] = sy_gpu_load_act(src.v, src.dtype, (blk.t0 + j) * src.v_s0 + (int64_t)h * src.v_s1 + d);
+                const sy_kv_row row = sy_kv_gpu_v_row(pool.dims, slot_s[0], h);
+                sy_st_raw<16>((char *)pool.v + sy_kv_gpu_v_elem<LAYOUT, STORE>(row, d) * ES, sy_pack<STORE>(x, pool.v_scale));
             }
             return;
         }
