@@ -4,9 +4,13 @@
  * to Nout, residual_out = cast(s).
  *
  * A group of threads owns a row: 64 threads (4 rows a block) up to 1536 columns, more for wider
- * rows, so that each thread holds at most NORM_CACHE chunks of 8 columns. A thread keeps the s of
- * its chunks in registers between the sum and the output, so x and residual are read once (rows
- * wider than the cache allows read the rest again, from L2). Chunks are 16-byte loads and stores
+ * rows, so that each thread holds at most 3 chunks of 8 columns (NORM_MAX_CACHE past 512 threads);
+ * calls of fewer than NORM_PACK_ROWS rows take up to one chunk a thread.
+ * A thread keeps the s of its chunks in registers between the sum and the output, so x and
+ * residual are read once (rows wider than the cache allows read the rest again, from L2). The
+ * kernel is instantiated per number of cached chunks, so that a row of 3 chunks a thread does not
+ * hold registers for 4: at 16384 x 2880 that is 64 registers instead of 86, 4 blocks of 256
+ * threads an SM instead of 2. Chunks are 16-byte loads and stores
  * (8 bf16, or 2 x 4 f32) when every row of every tensor is 16-byte aligned and N and Nout are
  * multiples of 8; otherwise element by element. The sum is per thread in column order, then per
  * warp by the butterfly of gpu_warp.h, then over the group's warps in warp order: a fixed order, so
@@ -29,7 +33,7 @@ extern "C" {
 
 enum {
     NORM_CHUNK = 8,       /* columns per load: 16 bytes of bf16 */
-    NORM_CACHE = 4,       /* chunks a thread keeps in registers */
+    NORM_MAX_CACHE = 4,   /* chunks a thread keeps in registers, at most */
     NORM_MIN_GROUP = 64,  /* threads per row: a multiple of both warp widths */
     NORM_MAX_GROUP = 512, /* 128 registers a thread at most: the cache stays in registers */
     NORM_BLOCK = 256,     /* threads per block when rows are packed several to a block */
@@ -149,6 +153,7 @@ static __device__ __forceinline__ void norm_emit_chunk(const norm_gpu_args &a, u
         norm_store8(res_out, a.residual_out_dtype, n0, a.cols, a.vector, s);
 }
 
+template <int CACHED_CHUNKS>
 static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gpu_args a)
 {
     __shared__ float warp_sums[SY_MAX_WARPS_PER_BLOCK];
@@ -162,10 +167,10 @@ static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gp
     const uint32_t chunks = (a.cols + NORM_CHUNK - 1) / NORM_CHUNK;
     const uint32_t chunks_out = (a.cols_out + NORM_CHUNK - 1) / NORM_CHUNK;
 
-    float cache[NORM_CACHE][NORM_CHUNK];
+    float cache[CACHED_CHUNKS][NORM_CHUNK];
     float squares = 0.0f;
 #pragma unroll
-    for (int i = 0; i < NORM_CACHE; i++) {
+    for (int i = 0; i < CACHED_CHUNKS; i++) {
         const uint32_t c = lane + (uint32_t)i * a.group;
         if (live && c < chunks) {
             norm_sum_inputs(a, x, res, c * NORM_CHUNK, cache[i]);
@@ -174,7 +179,7 @@ static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gp
                 squares += cache[i][q] * cache[i][q];
         }
     }
-    for (uint32_t c = lane + NORM_CACHE * a.group; live && c < chunks; c += a.group) {
+    for (uint32_t c = lane + CACHED_CHUNKS * a.group; live && c < chunks; c += a.group) {
         float s[NORM_CHUNK];
         norm_sum_inputs(a, x, res, c * NORM_CHUNK, s);
 #pragma unroll
@@ -192,12 +197,12 @@ static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gp
     /* Output chunks: cached ones first (compile-time indices keep the cache in registers), then
      * the rest of the row, then the zero padding. */
 #pragma unroll
-    for (int i = 0; i < NORM_CACHE; i++) {
+    for (int i = 0; i < CACHED_CHUNKS; i++) {
         const uint32_t c = lane + (uint32_t)i * a.group;
         if (c < chunks)
             norm_emit_chunk(a, c * NORM_CHUNK, cache[i], r, out, res_out);
     }
-    for (uint32_t c = lane + NORM_CACHE * a.group; c < chunks; c += a.group) {
+    for (uint32_t c = lane + CACHED_CHUNKS * a.group; c < chunks; c += a.group) {
         float s[NORM_CHUNK];
         norm_sum_inputs(a, x, res, c * NORM_CHUNK, s);
         norm_emit_chunk(a, c * NORM_CHUNK, s, r, out, res_out);
@@ -300,17 +305,29 @@ extern "C" sy_status sy_norm_rmsnorm_gpu(void *ctx, sy_stream stream, const sy_n
                norm_rows_aligned(&in->out, a.out_stride) &&
                norm_rows_aligned(&in->residual_out, a.residual_out_stride);
 
-    /* Threads per row: the smallest power of two that leaves at most 3 chunks to a thread. */
-    const int64_t chunks = (N + NORM_CHUNK - 1) / NORM_CHUNK;
+    /* Threads per row: the smallest power of two that leaves at most 3 chunks to a thread; with
+     * few rows (a decode step's), at most one, since there the latency of a thread's chunks is the
+     * time of the call. */
+    const int64_t chunks = (N + NORM_CHUNK - 1) / NORM_CHUNK, chunks_a_thread = M >= NORM_PACK_ROWS ? 3 : 1;
     uint32_t group = NORM_MIN_GROUP;
-    while (group < NORM_MAX_GROUP && (int64_t)group * 3 < chunks)
+    while (group < NORM_MAX_GROUP && (int64_t)group * chunks_a_thread < chunks)
         group *= 2;
     a.group = group;
     const uint32_t rows_per_block = M >= NORM_PACK_ROWS && group < NORM_BLOCK ? NORM_BLOCK / group : 1;
     const int64_t blocks = (M + rows_per_block - 1) / rows_per_block;
     if (blocks > 0x7FFFFFFF)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "norm rmsnorm: %lld rows exceed one launch", (long long)M);
-    norm_gpu_kernel<<<(unsigned)blocks, group * rows_per_block, 0, sy_gpu_stream(stream)>>>(a);
+    const int64_t per_thread = (chunks + group - 1) / group;
+    const dim3 grid((unsigned)blocks), block(group * rows_per_block);
+    const gpuStream_t s = sy_gpu_stream(stream);
+    if (per_thread <= 1)
+        norm_gpu_kernel<1><<<grid, block, 0, s>>>(a);
+    else if (per_thread == 2)
+        norm_gpu_kernel<2><<<grid, block, 0, s>>>(a);
+    else if (per_thread == 3)
+        norm_gpu_kernel<3><<<grid, block, 0, s>>>(a);
+    else
+        norm_gpu_kernel<NORM_MAX_CACHE><<<grid, block, 0, s>>>(a);
     SY_GPU_CHECK_LAUNCH(err, "norm_gpu_kernel");
     return SY_OK;
 }
