@@ -115,11 +115,12 @@ typedef struct sy_attn_gpu_decode_tile {
     uint64_t k_base, v_base; /* element offsets of the tile's first key, head kv_head, dim 0 */
 } sy_attn_gpu_decode_tile;
 
+template <bool WHOLE>
 SY_DEV sy_attn_gpu_decode_tile sy_attn_gpu_decode_tile_at(const sy_attn_gpu_decode &p,
                                                           const sy_attn_gpu_decode_span &sp, int64_t t0)
 {
     sy_attn_gpu_decode_tile t = {0u, 0u};
-    if (p.tiles_in_page) {
+    if (WHOLE || p.tiles_in_page) {
         const uint32_t P = p.dims.page_size, page = (uint32_t)sp.table[(uint32_t)t0 / P], off = (uint32_t)t0 % P;
         t.k_base = sy_kv_k_row_at(&p.dims, page, off, sp.kv_head).base;
         t.v_base = sy_kv_v_row_at(&p.dims, page, off, sp.kv_head).base;
@@ -131,12 +132,13 @@ SY_DEV sy_attn_gpu_decode_tile sy_attn_gpu_decode_tile_at(const sy_attn_gpu_deco
  * outside the split and dims past D. `tile` is sy_attn_gpu_decode_tile_at(t0). With whole tiles
  * in a page a piece is an offset from the tile's row (sy_kv_addr.h's formulas with the page fixed:
  * nhd token rows H*D apart; vectorized_5d K tokens X apart and runs P*X apart; vectorized_5d V
- * groups of X tokens D*X apart and dims X apart); otherwise it looks up its own page. */
-template <class S, int LAYOUT, int KV>
+ * groups of X tokens D*X apart and dims X apart); otherwise it looks up its own page. WHOLE (see
+ * sy_attn_gpu_decode_whole) leaves out everything a whole-tile, whole-chunk pool cannot need. */
+template <class S, int LAYOUT, int KV, bool WHOLE>
 SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
                                       const sy_attn_gpu_decode_tile &tile, int id)
 {
-    const uint32_t D = p.dims.head_dim, P = p.dims.page_size;
+    const uint32_t D = WHOLE ? (uint32_t)S::DIMS : p.dims.head_dim, P = p.dims.page_size;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
     if (id < S::CHUNKS || !S::V5D) {
         const bool value = id >= S::CHUNKS;
@@ -146,7 +148,7 @@ SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn
         if (pos < sp.lo || pos >= sp.hi || (uint32_t)(c * S::VEC) >= D)
             return zero;
         uint64_t elem;
-        if (p.tiles_in_page) {
+        if (WHOLE || p.tiles_in_page) {
             elem = (value ? tile.v_base : tile.k_base) +
                    (S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
                            : (uint32_t)n * p.dims.kv_heads * D + (uint32_t)c * S::VEC);
@@ -157,6 +159,8 @@ SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn
             /* A chunk is one run of a vectorized_5d K row, or VEC consecutive elements of an nhd row. */
             elem = S::V5D ? row.base + (uint64_t)c * row.run_stride : row.base + (uint64_t)c * S::VEC;
         }
+        if constexpr (WHOLE)
+            return sy_ld_raw<16>((const char *)(value ? p.v_cache : p.k_cache) + elem * S::ES);
         const int n_valid = D - c * S::VEC < (uint32_t)S::VEC ? (int)(D - c * S::VEC) : S::VEC;
         return sy_attn_ld_chunk<KV>(value ? p.v_cache : p.k_cache, elem, n_valid, S::V5D || p.row_aligned);
     }
@@ -167,7 +171,7 @@ SY_DEV uint4 sy_attn_gpu_decode_fetch(const sy_attn_gpu_decode &p, const sy_attn
     if ((uint32_t)d >= D || pos0 + S::VEC <= sp.lo || pos0 >= sp.hi)
         return zero;
     uint64_t elem;
-    if (p.tiles_in_page) {
+    if (WHOLE || p.tiles_in_page) {
         elem = tile.v_base + (uint32_t)gi * D * S::VEC + (uint32_t)d * S::VEC;
     } else {
         const int64_t first = pos0 > sp.lo ? pos0 : sp.lo;
@@ -204,7 +208,7 @@ struct sy_attn_decode_no_mma {
 #define SY_ATTN_DECODE_MIN_BLOCKS(dmax, mma) 1
 #endif
 
-template <int LAYOUT, int KV, int GH, int DMAX, bool MMA>
+template <int LAYOUT, int KV, int GH, int DMAX, bool MMA, bool WHOLE>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX, MMA)) void sy_attn_gpu_decode_kernel(
     const sy_attn_gpu_decode p)
 {
@@ -258,10 +262,10 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOC
     const int64_t first = sp.lo / S::TILE * S::TILE;
     uint4 staged[S::BATCH];
     if (S::PREFETCH && sp.lo < sp.hi) {
-        const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, first);
+        const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at<WHOLE>(p, sp, first);
 #pragma unroll
         for (int i = 0; i < S::BATCH; i++)
-            staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, first, tile, tid + S::NT * i);
+            staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV, WHOLE>(p, sp, first, tile, tid + S::NT * i);
     }
     const int chunks = (int)((D + S::VEC - 1) / S::VEC);
     __syncthreads();
@@ -276,18 +280,19 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOC
                 sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * i, staged[i]);
             __syncthreads();
             if (t0 + S::TILE < sp.hi) {
-                const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, t0 + S::TILE);
+                const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at<WHOLE>(p, sp, t0 + S::TILE);
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
-                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0 + S::TILE, tile, tid + S::NT * i);
+                    staged[i] =
+                        sy_attn_gpu_decode_fetch<S, LAYOUT, KV, WHOLE>(p, sp, t0 + S::TILE, tile, tid + S::NT * i);
             }
         } else {
-            const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at(p, sp, t0);
+            const sy_attn_gpu_decode_tile tile = sy_attn_gpu_decode_tile_at<WHOLE>(p, sp, t0);
 #pragma unroll
             for (int b0 = 0; b0 < S::PER_THREAD; b0 += S::BATCH) {
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
-                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV>(p, sp, t0, tile, tid + S::NT * (b0 + i));
+                    staged[i] = sy_attn_gpu_decode_fetch<S, LAYOUT, KV, WHOLE>(p, sp, t0, tile, tid + S::NT * (b0 + i));
 #pragma unroll
                 for (int i = 0; i < S::BATCH; i++)
                     sy_attn_gpu_decode_put<S>(k_tile, v_tile, tid + S::NT * (b0 + i), staged[i]);
@@ -479,16 +484,33 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combin
 
 /* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block, the
  * products on tensor cores where they can be. */
+/* Whether every tile of the call lies in one page and every 16-byte piece of a row is whole and
+ * aligned (the head dim is the kernel's DMAX): the loader then needs no per-piece page lookup, no
+ * partial pieces and no element-wise loads, and the kernel is instantiated without them. */
+static inline bool sy_attn_gpu_decode_whole(const sy_attn_gpu_decode &p, int dmax)
+{
+    return p.tiles_in_page && p.row_aligned && p.dims.head_dim == (uint32_t)dmax;
+}
+
+template <int LAYOUT, int KV, int DMAX>
+static void sy_attn_gpu_decode_launch_dim(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream)
+{
+    constexpr bool mma = SY_ATTN_DECODE_TENSOR_CORES && KV != SY_DTYPE_F32;
+    if (sy_attn_gpu_decode_whole(p, DMAX))
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
+                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, DMAX, mma, true>)(p);
+    else
+        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
+                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, DMAX, mma, false>)(p);
+}
+
 template <int LAYOUT, int KV>
 static void sy_attn_gpu_decode_launch_kv(const sy_attn_gpu_decode &p, int dmax, dim3 grid, gpuStream_t stream)
 {
-    constexpr bool mma = SY_ATTN_DECODE_TENSOR_CORES && KV != SY_DTYPE_F32;
     if (dmax == 64)
-        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
-                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 64, mma>)(p);
+        sy_attn_gpu_decode_launch_dim<LAYOUT, KV, 64>(p, grid, stream);
     else
-        SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, 0, stream,
-                      sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, 128, mma>)(p);
+        sy_attn_gpu_decode_launch_dim<LAYOUT, KV, 128>(p, grid, stream);
 }
 
 template <int LAYOUT>

@@ -51,8 +51,8 @@ enum {
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
     MOE_MMA_X_BYTES = 2 * MOE_MMA_X_PLANE,
     MOE_MMA_STAGE_BYTES = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + MOE_MMA_X_BYTES,
-    MOE_MMA_SMEM_BYTES = MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES + 256 * 4 * 16, /* + the e2m1 table */
     MOE_MMA_LUT_COPIES = 16,                   /* lanes l and l+16 share a copy: 2-way conflicts at most */
+    MOE_MMA_SMEM_BYTES = MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES + 256 * 4 * MOE_MMA_LUT_COPIES, /* + the e2m1 table */
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
