@@ -32,18 +32,23 @@ static __device__ __forceinline__ void sy_mma_bf16(float (&d)[4], const uint32_t
 #endif
 }
 
-/* Two f32 as the bf16 pair (lo, hi), each rounded to nearest even. */
-static __device__ __forceinline__ uint32_t sy_mma_pack_bf16(float lo, float hi)
+/* x as the bits of its high bf16 part and of the bf16 of the remainder: an f32 input of a bf16
+ * product goes in as these two planes (two products), which keeps it within f32 rounding. */
+static __device__ __forceinline__ void sy_mma_split_bf16_one(float x, uint16_t *hi, uint16_t *lo)
 {
-    return (uint32_t)sy_f32_to_bf16(lo) | (uint32_t)sy_f32_to_bf16(hi) << 16;
+    const float h = sy_round_bf16(x);
+    *hi = sy_f32_to_bf16(h);
+    *lo = sy_f32_to_bf16(x - h);
 }
 
-/* The pair (x0, x1) as its high bf16 parts and the bf16 of the remainders. */
+/* The pair (x0, x1) as its high bf16 parts and the bf16 of the remainders (x0 in the low halves). */
 static __device__ __forceinline__ void sy_mma_split_bf16(float x0, float x1, uint32_t *hi, uint32_t *lo)
 {
-    const float h0 = sy_round_bf16(x0), h1 = sy_round_bf16(x1);
-    *hi = sy_mma_pack_bf16(h0, h1);
-    *lo = sy_mma_pack_bf16(x0 - h0, x1 - h1);
+    uint16_t h0, h1, l0, l1;
+    sy_mma_split_bf16_one(x0, &h0, &l0);
+    sy_mma_split_bf16_one(x1, &h1, &l1);
+    *hi = (uint32_t)h0 | (uint32_t)h1 << 16;
+    *lo = (uint32_t)l0 | (uint32_t)l1 << 16;
 }
 
 #endif

@@ -744,11 +744,8 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
 {
     const float *row = x + (int64_t)blockIdx.x * x_stride;
     uint16_t *out = hi + (size_t)blockIdx.x * H;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
-        const float v = row[i], h = sy_round_bf16(v);
-        out[i] = sy_f32_to_bf16(h);
-        out[plane + i] = sy_f32_to_bf16(v - h);
-    }
+    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
+        sy_mma_split_bf16_one(row[i], &out[i], &out[plane + i]);
 }
 
 #endif

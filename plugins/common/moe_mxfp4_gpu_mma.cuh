@@ -296,9 +296,8 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                     /* act as w2's input planes: its high bf16 parts and the bf16 of the remainders. */
                     const float act = moe_gpu_swiglu(acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row],
                                                      a.alpha, a.limit);
-                    const float hi = sy_round_bf16(act);
-                    a.out_hi[pair * a.out_rows + row] = sy_f32_to_bf16(hi);
-                    a.out_hi[a.out_lo_offset + pair * a.out_rows + row] = sy_f32_to_bf16(act - hi);
+                    sy_mma_split_bf16_one(act, &a.out_hi[pair * a.out_rows + row],
+                                          &a.out_hi[a.out_lo_offset + pair * a.out_rows + row]);
                 }
             } else {
 #pragma unroll
