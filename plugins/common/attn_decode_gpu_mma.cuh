@@ -12,7 +12,18 @@
  * Keys are bf16 as stored, or e4m3 widened to bf16 (exact: every e4m3 value is a bf16). q and
  * the probabilities are f32, so each goes in as bf16 high and low parts (two products), which
  * keeps the scores and the output within f32 rounding of the CUDA-core version; the dequant
- * scales stay folded into the score scale and the output as there. */
+ * scales stay folded into the score scale and the output as there.
+ *
+ * e4m3 widening. An e4m3 byte s.eeee.mmm moved into bf16's bit positions (sign to bit 15, the
+ * magnitude shifted left by 4) is a bf16 of the same value times 2^-120 (the trick of
+ * sy_gpu_fp8_to_f32, done on two bytes at once in integer instructions; the NaN code 0x7F keeps
+ * NaN). e4m3 subnormals become bf16 subnormals: exact where the tensor cores keep those, read as
+ * zero where they flush them (magnitudes under 2^-6 before the scale). The 2^-120 is undone by powers of two that stay exact: q enters the products
+ * times 2^60 and the scores are scaled by 2^60 more, the probabilities enter times 2^100 and the
+ * output is scaled by 2^20. Powers of two commute with every rounding here, and the scaled
+ * operands stay far from overflow and from f32's subnormals (only products of a probability
+ * under 2^-97 with the smallest e4m3 values reach them, terms that an f32 sum holding a
+ * probability of 1 cannot see), so the results are those of a plain widening. */
 #ifndef SY_ATTN_DECODE_GPU_MMA_CUH
 #define SY_ATTN_DECODE_GPU_MMA_CUH
 
@@ -21,27 +32,42 @@
 #include "mma_bf16_cuda.cuh"
 #include "sy_elem_gpu.cuh"
 
-/* One K/V element of a tile as bf16 bits. */
+/* Bytes 0 and 1 of `two` (e4m3) as the bf16 pair of their values times 2^-120 (see above). */
+SY_DEV uint32_t sy_attn_mma_widen_e4m3x2(uint32_t two)
+{
+    const uint32_t halves = __byte_perm(two, 0u, 0x7170u); /* 0x00b1_00b0 */
+    const uint32_t mag = halves & 0x007F007Fu;
+    const uint32_t bits = mag << 4 | (halves & 0x00800080u) << 8;
+    return bits | (__vcmpeq2(mag, 0x007F007Fu) & 0x7FC07FC0u);
+}
+
+/* The factors that undo sy_attn_mma_widen_e4m3x2's 2^-120 (1 for bf16 K/V). */
+template <int KV>
+struct sy_attn_mma_scales {
+    static constexpr float Q = KV == SY_DTYPE_BF16 ? 1.0f : 0x1p60f;     /* q into the products */
+    static constexpr float SCORE = KV == SY_DTYPE_BF16 ? 1.0f : 0x1p60f; /* on the scores */
+    static constexpr float P = KV == SY_DTYPE_BF16 ? 1.0f : 0x1p100f;    /* probabilities into the products */
+    static constexpr float OUT = KV == SY_DTYPE_BF16 ? 1.0f : 0x1p20f;   /* on the output */
+};
+
+/* One K/V element of a tile as bf16 bits (fp8: times 2^-120). */
 template <int KV>
 SY_DEV uint32_t sy_attn_mma_bf16_of(const unsigned char *e)
 {
     if constexpr (KV == SY_DTYPE_BF16)
         return *(const uint16_t *)e;
     else
-        return __float_as_uint(sy_gpu_fp8_to_f32(*e)) >> 16;
+        return sy_attn_mma_widen_e4m3x2(*e) & 0xFFFFu;
 }
 
 /* Two consecutive elements of a tile row as one fragment register (the first in the low half). */
 template <int KV>
 SY_DEV uint32_t sy_attn_mma_pair(const unsigned char *e)
 {
-    if constexpr (KV == SY_DTYPE_BF16) {
+    if constexpr (KV == SY_DTYPE_BF16)
         return *(const uint32_t *)e;
-    } else {
-        const uint32_t two = *(const uint16_t *)e;
-        return (__float_as_uint(sy_gpu_fp8_to_f32(two & 0xFFu)) >> 16) |
-               (__float_as_uint(sy_gpu_fp8_to_f32(two >> 8)) & 0xFFFF0000u);
-    }
+    else
+        return sy_attn_mma_widen_e4m3x2(*(const uint16_t *)e);
 }
 
 /* A thread's part of the products: q's B fragments and its output accumulators. */
@@ -53,6 +79,7 @@ struct sy_attn_mma_decode {
     static_assert(KV == SY_DTYPE_BF16 || KV == SY_DTYPE_FP8_E4M3, "tensor-core decode takes bf16 or fp8 K/V");
     static_assert(S::GROUP == 8, "the q heads of a block are the products' n = 8");
     static_assert(S::TILE == 16 * WARPS && S::DIMS % (16 * WARPS) == 0, "one 16-key QK m-tile a warp");
+    using Scales = sy_attn_mma_scales<KV>;
     uint32_t q_hi[KSTEPS][2], q_lo[KSTEPS][2];
     float o[MT][4];
 
@@ -65,7 +92,7 @@ struct sy_attn_mma_decode {
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const float *q = q_s + g * S::Q_ROW + ks * 16 + 8 * h + 2 * c;
-                sy_mma_split_bf16(q[0], q[1], &q_hi[ks][h], &q_lo[ks][h]);
+                sy_mma_split_bf16(q[0] * Scales::Q, q[1] * Scales::Q, &q_hi[ks][h], &q_lo[ks][h]);
             }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -94,7 +121,7 @@ struct sy_attn_mma_decode {
         for (int r = 0; r < 4; r++) {
             const int key = m0 + g + 8 * (r / 2), head = 2 * c + r % 2;
             const int64_t pos = t0 + key;
-            p_s[head * S::P_ROW + key] = pos >= lo && pos < hi ? s[r] * scale : -INFINITY;
+            p_s[head * S::P_ROW + key] = pos >= lo && pos < hi ? s[r] * Scales::SCORE * scale : -INFINITY;
         }
     }
 
@@ -122,8 +149,8 @@ struct sy_attn_mma_decode {
         for (int kb = 0; kb < S::TILE / 16; kb++) {
             const int n0 = kb * 16 + 2 * c, n1 = n0 + 8;
             uint32_t p_hi[2], p_lo[2];
-            sy_mma_split_bf16(p[n0], p[n0 + 1], &p_hi[0], &p_lo[0]);
-            sy_mma_split_bf16(p[n1], p[n1 + 1], &p_hi[1], &p_lo[1]);
+            sy_mma_split_bf16(p[n0] * Scales::P, p[n0 + 1] * Scales::P, &p_hi[0], &p_lo[0]);
+            sy_mma_split_bf16(p[n1] * Scales::P, p[n1 + 1] * Scales::P, &p_hi[1], &p_lo[1]);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 const int d = (warp * MT + mt) * 16 + g;
@@ -144,7 +171,8 @@ struct sy_attn_mma_decode {
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int r = 0; r < 4; r++)
-                emit((uint32_t)(2 * c + r % 2), (uint32_t)((warp * MT + mt) * 16 + g + 8 * (r / 2)), o[mt][r]);
+                emit((uint32_t)(2 * c + r % 2), (uint32_t)((warp * MT + mt) * 16 + g + 8 * (r / 2)),
+                     o[mt][r] * Scales::OUT);
     }
 };
 
