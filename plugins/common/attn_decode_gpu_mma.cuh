@@ -50,16 +50,6 @@ struct sy_attn_mma_scales {
     static constexpr float OUT = KV == SY_DTYPE_BF16 ? 1.0f : 0x1p20f;   /* on the output */
 };
 
-/* One K/V element of a tile as bf16 bits (fp8: times 2^-120). */
-template <int KV>
-SY_DEV uint32_t sy_attn_mma_bf16_of(const unsigned char *e)
-{
-    if constexpr (KV == SY_DTYPE_BF16)
-        return *(const uint16_t *)e;
-    else
-        return sy_attn_mma_widen_e4m3x2(*e) & 0xFFFFu;
-}
-
 /* Two consecutive elements of a tile row as one fragment register (the first in the low half). */
 template <int KV>
 SY_DEV uint32_t sy_attn_mma_pair(const unsigned char *e)
@@ -130,9 +120,12 @@ struct sy_attn_mma_decode {
     {
         if constexpr (S::V5D)
             return sy_attn_mma_pair<KV>(v_tile + d * S::V_ROW + n * S::ES);
-        else
-            return sy_attn_mma_bf16_of<KV>(v_tile + n * S::V_ROW + d * S::ES) |
-                   sy_attn_mma_bf16_of<KV>(v_tile + (n + 1) * S::V_ROW + d * S::ES) << 16;
+        else if constexpr (KV == SY_DTYPE_BF16)
+            return (uint32_t)*(const uint16_t *)(v_tile + n * S::V_ROW + d * S::ES) |
+                   (uint32_t)*(const uint16_t *)(v_tile + (n + 1) * S::V_ROW + d * S::ES) << 16;
+        else /* the two rows' bytes side by side, widened together */
+            return sy_attn_mma_widen_e4m3x2((uint32_t)v_tile[n * S::V_ROW + d] |
+                                            (uint32_t)v_tile[(n + 1) * S::V_ROW + d] << 8);
     }
 
     /* o = o alpha + P V over the tile, P the softmax row's probabilities. */

@@ -14,8 +14,7 @@
  * rows, 20 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
  * the tensor cores, set the speed. Two stages and 8 copies of the e2m1 table (48 KB, 4 CTAs an
  * SM) keep as many bytes in flight per SM as four stages and 16 copies (96 KB, 2 CTAs) with
- * twice the warps to issue: 1.22 against 1.25 ms at 128 tokens on an H200 (3 stages, 3 CTAs:
- * 1.26 ms).
+ * twice the warps to issue: 0.97 against 1.25 ms at 128 tokens on an H200.
  *
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
  * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
