@@ -206,16 +206,9 @@ static sy_status cpu_greedy_rows(void *ctx, sy_stream s, const float *x, uint32_
 {
     (void)ctx;
     (void)s;
-    if (rows && (!x || !out))
-        return fail(err, SY_E_INVALID, !x ? "greedy_rows: x is NULL" : "greedy_rows: out is NULL");
-    if (rows && cols == 0)
-        return fail(err, SY_E_INVALID, "greedy_rows: rows of 0 values have no greedy token");
-    if (rows > 1 && row_stride < cols) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "greedy_rows: row_stride %llu is shorter than a row (%u)",
-                 (unsigned long long)row_stride, cols);
-        return fail(err, SY_E_INVALID, msg);
-    }
+    const char *invalid = sy_greedy_rows_invalid(x, rows, cols, row_stride, out);
+    if (invalid)
+        return fail(err, SY_E_INVALID, invalid);
     for (uint32_t r = 0; r < rows; r++)
         out[r] = sy_greedy_token(x + (size_t)r * row_stride, cols);
     return SY_OK;

@@ -13,6 +13,7 @@
 #include "gpu_runtime.h"
 #include "gpu_synth.h"
 #include "switchyard/backend.h"
+#include "sy_greedy.h"
 
 #ifndef SY_GPU_ARCHS
 #define SY_GPU_ARCHS "unknown"
@@ -313,14 +314,9 @@ static sy_status gpu_greedy_rows(void *ctx, sy_stream stream, const float *x, ui
                                  uint64_t row_stride, uint32_t *out, sy_error *err)
 {
     const gpu_ctx *c = ctx;
-    if (rows && (!x || !out))
-        return fail_invalid(err, !x ? "greedy_rows: x is NULL" : "greedy_rows: out is NULL");
-    if (rows && cols == 0)
-        return fail_invalid(err, "greedy_rows: rows of 0 values have no greedy token");
-    if (rows > 1 && row_stride < cols)
-        return fail_invalid(err, "greedy_rows: row_stride is shorter than a row");
-    if ((uintptr_t)x % sizeof(float) != 0)
-        return fail_invalid(err, "greedy_rows: x is not aligned to a float");
+    const char *invalid = sy_greedy_rows_invalid(x, rows, cols, row_stride, out);
+    if (invalid)
+        return fail_invalid(err, invalid);
     sy_status st = select_device(c, err);
     if (st != SY_OK)
         return st;

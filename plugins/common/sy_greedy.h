@@ -16,6 +16,24 @@ SY_HD int sy_greedy_prefers(float v, uint32_t i, float best, uint32_t best_i)
     return v == v && (best != best || v > best || (v == best && i < best_i));
 }
 
+/* What makes a greedy_rows call invalid (sy_backend_desc.greedy_rows), or NULL when it is valid;
+ * every backend refuses the same calls with the same words. */
+static inline const char *sy_greedy_rows_invalid(const float *x, uint32_t rows, uint32_t cols, uint64_t row_stride,
+                                                 const uint32_t *out)
+{
+    if (rows == 0)
+        return NULL;
+    if (!x || !out)
+        return !x ? "greedy_rows: x is NULL" : "greedy_rows: out is NULL";
+    if (cols == 0)
+        return "greedy_rows: rows of 0 values have no greedy token";
+    if (rows > 1 && row_stride < cols)
+        return "greedy_rows: row_stride is shorter than a row";
+    if ((uintptr_t)x % sizeof(float) != 0)
+        return "greedy_rows: x is not aligned to a float";
+    return NULL;
+}
+
 /* The host form, for C sources (the device reduces with sy_greedy_prefers alone). */
 #if !defined(__CUDACC__) && !defined(__HIPCC__)
 enum { SY_GREEDY_BLOCK = 1024, SY_GREEDY_LANES = 16 };

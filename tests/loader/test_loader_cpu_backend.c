@@ -309,7 +309,7 @@ START_TEST(greedy_rows_follow_the_rule)
     ck_assert_int_eq(f.be->greedy_rows(f.ctx, NULL, &x, 1, 0, 0, &out, &err), SY_E_INVALID);
     ck_assert_msg(strstr(err.msg, "rows of 0 values"), "'%s'", err.msg);
     ck_assert_int_eq(f.be->greedy_rows(f.ctx, NULL, &x, 2, 4, 3, &out, &err), SY_E_INVALID);
-    ck_assert_msg(strstr(err.msg, "row_stride 3 is shorter than a row (4)"), "'%s'", err.msg);
+    ck_assert_msg(strstr(err.msg, "row_stride is shorter than a row"), "'%s'", err.msg);
     close_cpu(&f);
 }
 END_TEST
