@@ -209,8 +209,8 @@ struct sy_attn_decode_no_mma {
 #endif
 
 template <int LAYOUT, int KV, int GH, int DMAX, bool MMA, bool WHOLE>
-static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX, MMA)) void sy_attn_gpu_decode_kernel(
-    const sy_attn_gpu_decode p)
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, SY_ATTN_DECODE_MIN_BLOCKS(DMAX, MMA)) void
+sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
 {
     using S = sy_attn_decode_shape<LAYOUT, KV, GH, DMAX>;
 #if SY_ATTN_DECODE_TENSOR_CORES
@@ -482,8 +482,6 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combin
     }
 }
 
-/* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block, the
- * products on tensor cores where they can be. */
 /* Whether every tile of the call lies in one page and every 16-byte piece of a row is whole and
  * aligned (the head dim is the kernel's DMAX): the loader then needs no per-piece page lookup, no
  * partial pieces and no element-wise loads, and the kernel is instantiated without them. */
@@ -504,6 +502,8 @@ static void sy_attn_gpu_decode_launch_dim(const sy_attn_gpu_decode &p, dim3 grid
                       sy_attn_gpu_decode_kernel<LAYOUT, KV, SY_ATTN_DECODE_HEADS, DMAX, mma, false>)(p);
 }
 
+/* Launches the decode kernel for (layout, KV dtype, dmax 64 or 128), GH = 8 q heads a block, the
+ * products on tensor cores where they can be. */
 template <int LAYOUT, int KV>
 static void sy_attn_gpu_decode_launch_kv(const sy_attn_gpu_decode &p, int dmax, dim3 grid, gpuStream_t stream)
 {

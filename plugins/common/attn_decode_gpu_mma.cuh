@@ -18,8 +18,9 @@
  * magnitude shifted left by 4) is a bf16 of the same value times 2^-120 (the trick of
  * sy_gpu_fp8_to_f32, done on two bytes at once in integer instructions; the NaN code 0x7F keeps
  * NaN). e4m3 subnormals become bf16 subnormals: exact where the tensor cores keep those, read as
- * zero where they flush them (magnitudes under 2^-6 before the scale). The 2^-120 is undone by powers of two that stay exact: q enters the products
- * times 2^60 and the scores are scaled by 2^60 more, the probabilities enter times 2^100 and the
+ * zero where they flush them (magnitudes under 2^-6 before the scale). The 2^-120 is undone by
+ * powers of two that stay exact: q enters the products times 2^60 and the scores are scaled by
+ * 2^60 more, the probabilities enter times 2^100 and the
  * output is scaled by 2^20. Powers of two commute with every rounding here, and the scaled
  * operands stay far from overflow and from f32's subnormals (only products of a probability
  * under 2^-97 with the smallest e4m3 values reach them, terms that an f32 sum holding a
