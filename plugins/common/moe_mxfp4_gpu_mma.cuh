@@ -9,12 +9,16 @@
  * weights of an expert are read once per chunk, which at decode sizes is once per step: 128 tokens
  * top-4 of 128 experts give about 4 pairs an expert, and a chunk holds 16.
  *
- * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps
- * MOE_MMA_STAGES stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input
- * rows, 20 KB a stage) while it multiplies the oldest one; the bytes in flight per SM, not
- * the tensor cores, set the speed. Two stages and 8 copies of the e2m1 table (48 KB, 4 CTAs an
- * SM) keep as many bytes in flight per SM as four stages and 16 copies (96 KB, 2 CTAs) with
- * twice the warps to issue: 0.97 against 1.25 ms at 128 tokens on an H200.
+ * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps a ring of
+ * stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input rows) while it
+ * multiplies the oldest one; the bytes in flight per SM, not the tensor cores, set the speed. The
+ * ring fills a fixed MOE_MMA_RING_BYTES, so a stage's size decides how many there are
+ * (moe_mma_stage): a chunk of up to 8 pairs with one input plane stages 12.5 KB and gets three,
+ * where 16 pairs of two planes (20 KB) get two. With 8 copies of the e2m1 table the CTA asks for
+ * 53 KB, and 4 CTAs fit an SM: that many warps to issue mattered as much as the bytes in flight
+ * (two stages of 4 CTAs ran 0.97 ms at 128 tokens on an H200, four stages of 2 CTAs 1.25 ms, the
+ * third stage for small chunks 0.95 ms). What limits it now is the shared-memory pipe (ncu: L1
+ * 89% busy, 47% of its wavefronts bank conflicts of the e2m1 table), not DRAM (40%).
  *
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
  * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
@@ -42,19 +46,18 @@ enum {
     MOE_MMA_THREADS = MOE_MMA_LANES * MOE_MMA_WARPS,
     MOE_MMA_TILES = 2 * MOE_MMA_WARPS,         /* 16-row tiles of a CTA, two per warp */
     MOE_MMA_N = 8,                             /* tokens of one mma */
-    MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: 2 n-tiles */
+    MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: up to 2 n-tiles */
     MOE_MMA_STAGE_BLOCKS = 4,                  /* MXFP4 blocks of K a pipeline stage holds */
-    MOE_MMA_STAGES = 2,                        /* one stage loading while one is multiplied (see above) */
     MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
     MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
     MOE_MMA_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* bf16: 320 bytes, 64 off a 128-byte multiple */
-    MOE_MMA_X_PLANE = MOE_MMA_TOKENS * MOE_MMA_X_ROW, /* one plane (high or low parts) of a stage's rows */
     MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
-    MOE_MMA_X_BYTES = 2 * MOE_MMA_X_PLANE,
-    MOE_MMA_STAGE_BYTES = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + MOE_MMA_X_BYTES,
+    /* Three stages of 15 KB (8 pairs of two planes, or 16 of one): 4 CTAs of 53 KB fit an SM's
+     * 228 KB with the 1 KB the driver keeps per CTA. */
+    MOE_MMA_RING_BYTES = 45 * 1024,
     MOE_MMA_LUT_COPIES = 8,                    /* lanes l, l+8, l+16, l+24 share a copy: 4-way conflicts at most */
-    MOE_MMA_SMEM_BYTES = MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES + 256 * 4 * MOE_MMA_LUT_COPIES, /* + the e2m1 table */
+    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + 256 * 4 * MOE_MMA_LUT_COPIES, /* + the e2m1 table */
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
@@ -63,6 +66,17 @@ static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
 static_assert(MOE_MMA_W_BYTES == 4 * 16 * MOE_MMA_THREADS, "four 16-byte weight copies per thread a stage");
 static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy per thread a stage");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
+
+/* One ring stage of a chunk of NT n-tiles: weights, scales, then the PLANES ? 2 : 1 planes (high
+ * parts, low parts) of NT * 8 input rows. */
+template <int NT, bool PLANES>
+struct moe_mma_stage {
+    static constexpr int x_plane = NT * MOE_MMA_N * MOE_MMA_X_ROW;
+    static constexpr int bytes = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + (PLANES ? 2 : 1) * x_plane;
+    static constexpr int count = MOE_MMA_RING_BYTES / bytes;
+    static_assert(count >= 2, "one stage loading while one is multiplied");
+    static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
+};
 
 /* 16 bytes global -> shared without a register round trip; `bytes` 0 writes zeros and reads nothing. */
 static __device__ __forceinline__ void moe_mma_copy16(void *dst, const void *src, int bytes)
@@ -83,11 +97,12 @@ static __device__ __forceinline__ void moe_mma_commit(void)
 #endif
 }
 
-/* Waits until at most MOE_MMA_STAGES - 2 groups are in flight: the oldest stage has landed. */
+/* Waits until at most STAGES - 2 groups are in flight: the oldest stage of the ring has landed. */
+template <int STAGES>
 static __device__ __forceinline__ void moe_mma_wait_oldest(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(MOE_MMA_STAGES - 2));
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
 #endif
 }
 
@@ -110,20 +125,23 @@ static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &
 
 /* This thread's share of every pipeline stage, as addresses of stage 0: four 16-byte pieces of
  * weights (tiles tid/64 + 2i), one of scales (tile tid/16) and one 16-byte column of each staged
- * input row. Kept per thread so that no array is indexed by a thread-dependent value. */
-typedef struct moe_mma_sources {
+ * input row (rows tid/16 + 8i, i < NT). Kept per thread so that no array is indexed by a
+ * thread-dependent value. */
+template <int NT>
+struct moe_mma_sources {
     const uint8_t *w[4];
     const uint8_t *scale;
-    const char *x_row[2]; /* NULL: that row is zeros */
+    const char *x_row[NT]; /* NULL: that row is zeros */
     uint32_t x_column;
-} moe_mma_sources;
+};
 
 /* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`: the weights, the
  * scales and each staged row's bf16 parts (PLANES: the high plane and the low plane). */
-template <bool PLANES>
-static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources &src, uint32_t st,
-                                                     uint8_t *slot)
+template <int NT, bool PLANES>
+static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources<NT> &src,
+                                                     uint32_t st, uint8_t *slot)
 {
+    using stage = moe_mma_stage<NT, PLANES>;
     const int tid = (int)threadIdx.x;
     const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
@@ -136,10 +154,10 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
     uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
     const uint32_t k_used = a.m.kblocks_used * SY_MXFP4_BLOCK, k = j0 * SY_MXFP4_BLOCK + src.x_column * 8u;
 #pragma unroll
-    for (int i = 0; i < (PLANES ? 4 : 2); i++) {
-        const int row = tid / 16 + 8 * (i % 2), plane = i / 2;
-        uint8_t *dst = xs + plane * MOE_MMA_X_PLANE + row * MOE_MMA_X_ROW + src.x_column * 16u;
-        const char *row_src = src.x_row[i % 2];
+    for (int i = 0; i < (PLANES ? 2 : 1) * NT; i++) {
+        const int row = tid / 16 + 8 * (i % NT), plane = i / NT;
+        uint8_t *dst = xs + plane * stage::x_plane + row * MOE_MMA_X_ROW + src.x_column * 16u;
+        const char *row_src = src.x_row[i % NT];
         const bool have = row_src && k < k_used;
         if (PLANES || a.x_async) {
             moe_mma_copy16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
@@ -176,11 +194,13 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     const int g = lane / 4, c = lane % 4;
     const moe_gpu_matrix &m = a.m;
     const uint32_t e = (uint32_t)ch.expert;
+    using stage = moe_mma_stage<NT, PLANES>;
+    constexpr int STAGES = stage::count;
 
     /* Rows up to the padded size exist (zeros), so only stores check the unpadded size, and every
      * stage's copies stay inside the matrix. */
     const uint8_t *blocks = m.blocks + e * m.expert_bytes, *scales = m.scales + e * m.expert_scales;
-    moe_mma_sources src;
+    moe_mma_sources<NT> src;
 #pragma unroll
     for (int i = 0; i < 4; i++)
         src.w[i] = blocks + sy_moe_block_offset(moe_mma_tile_row<W13>(a, tid / 64 + 2 * i), 0, m.kblocks) +
@@ -189,7 +209,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                 (tid % 16) * 16;
     src.x_column = (uint32_t)(tid % 16);
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NT; i++) {
         const int row = tid / 16 + 8 * i;
         src.x_row[i] = row < ch.count ? (const char *)a.in + (int64_t)(a.grouped[ch.first + row] /
                                                                         (int32_t)a.in_pair_divisor) *
@@ -211,22 +231,22 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     const uint32_t kb = m.kblocks_used, stages = (kb + MOE_MMA_STAGE_BLOCKS - 1) / MOE_MMA_STAGE_BLOCKS;
     const uint32_t *lut = lut_base + (lane % MOE_MMA_LUT_COPIES);
 #pragma unroll
-    for (int s = 0; s < MOE_MMA_STAGES - 1; s++) {
+    for (int s = 0; s < STAGES - 1; s++) {
         if ((uint32_t)s < stages)
-            moe_mma_issue<PLANES>(a, src, (uint32_t)s, smem + s * MOE_MMA_STAGE_BYTES);
+            moe_mma_issue<NT, PLANES>(a, src, (uint32_t)s, smem + s * stage::bytes);
         moe_mma_commit(); /* empty groups keep the count the wait relies on */
     }
     for (uint32_t st = 0; st < stages; st++) {
-        moe_mma_wait_oldest();
+        moe_mma_wait_oldest<STAGES>();
         /* Stage st is visible to all, and every warp is done with the slot refilled next. */
         __syncthreads();
-        const uint32_t next = st + MOE_MMA_STAGES - 1;
+        const uint32_t next = st + STAGES - 1;
         if (next < stages)
-            moe_mma_issue<PLANES>(a, src, next, smem + (next % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES);
+            moe_mma_issue<NT, PLANES>(a, src, next, smem + (next % STAGES) * stage::bytes);
         moe_mma_commit();
         if (!live)
             continue;
-        const uint8_t *slot = smem + (st % MOE_MMA_STAGES) * MOE_MMA_STAGE_BYTES;
+        const uint8_t *slot = smem + (st % STAGES) * stage::bytes;
         const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
 #pragma unroll
         for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++) {
@@ -241,7 +261,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                 const uint4 h = *(const uint4 *)xr;
                 bh[nt][0] = h.x, bh[nt][1] = h.y, bh[nt][2] = h.z, bh[nt][3] = h.w;
                 if (PLANES) {
-                    const uint4 l = *(const uint4 *)(xr + MOE_MMA_X_PLANE);
+                    const uint4 l = *(const uint4 *)(xr + stage::x_plane);
                     bl[nt][0] = l.x, bl[nt][1] = l.y, bl[nt][2] = l.z, bl[nt][3] = l.w;
                 }
             }
@@ -318,10 +338,10 @@ static __global__ void __launch_bounds__(MOE_MMA_THREADS, 3) moe_mma_kernel(moe_
     if ((int32_t)blockIdx.x >= *a.n_chunks)
         return;
     const moe_gpu_chunk ch = a.chunks[blockIdx.x];
-    uint32_t *lut = (uint32_t *)(moe_mma_smem + MOE_MMA_STAGES * MOE_MMA_STAGE_BYTES);
+    uint32_t *lut = (uint32_t *)(moe_mma_smem + MOE_MMA_RING_BYTES);
     for (int i = (int)threadIdx.x; i < 256 * MOE_MMA_LUT_COPIES; i += MOE_MMA_THREADS)
         lut[i] = moe_mma_lut_entry((uint32_t)i / MOE_MMA_LUT_COPIES); /* visible after the first stage's barrier */
-    /* The n-tile count is uniform over the CTA: each gets its own unrolled body. */
+    /* The n-tile count is uniform over the CTA: each gets its own unrolled body and ring. */
     if (ch.count <= MOE_MMA_N)
         moe_mma_chunk<W13, 1, PLANES>(a, ch, moe_mma_smem, lut);
     else
