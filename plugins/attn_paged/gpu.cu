@@ -246,15 +246,23 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     if (B == 0 || Tq == 0)
         return SY_OK;
     const int dmax = dim_bucket(D);
-    const uint32_t rows = sy_attn_gpu_prefill_rows(dmax), group = (uint32_t)(a->q.shape[1] / H);
+    const size_t es = sy_dtype_size(a->k.dtype);
+    sy_attn_gpu_prefill p;
+    memset(&p, 0, sizeof p);
+    p.k_aligned = sy_gpu_aligned16(a->k.data, es, a->k.stride[0], a->k.stride[1]) && (D * es) % 16 == 0;
+    p.v_aligned = sy_gpu_aligned16(a->v.data, es, a->v.stride[0], a->v.stride[1]) && (D * es) % 16 == 0;
+#if defined(SY_VENDOR_CUDA)
+    const bool mma = sy_attn_gpu_prefill_mma_takes(p, a->k.dtype);
+    const uint32_t rows = mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype) : sy_attn_gpu_prefill_rows(dmax);
+#else
+    const uint32_t rows = sy_attn_gpu_prefill_rows(dmax);
+#endif
+    const uint32_t group = (uint32_t)(a->q.shape[1] / H);
     const uint32_t gc = group < rows ? group : rows, bq = rows / gc, chunks = (group + gc - 1) / gc;
     const int64_t tiles = (Tq + bq - 1) / bq + B;
     if (tiles > 0x7FFFFFFF || (uint64_t)H * chunks > 65535 || B > 0x7FFFFFFF)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld query tiles x %u KV heads x %u head chunks exceed the grid",
                           op, (long long)tiles, H, chunks);
-    const size_t es = sy_dtype_size(a->k.dtype);
-    sy_attn_gpu_prefill p;
-    memset(&p, 0, sizeof p);
     p.c = sy_attn_gpu_call_of(&a->q, &a->out, &a->sinks, a->scale, a->window, a->k.dtype, a->k_scale, a->v_scale);
     p.k = a->k.data;
     p.v = a->v.data;
@@ -262,8 +270,6 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     p.k_s1 = a->k.stride[1];
     p.v_s0 = a->v.stride[0];
     p.v_s1 = a->v.stride[1];
-    p.k_aligned = sy_gpu_aligned16(a->k.data, es, a->k.stride[0], a->k.stride[1]) && (D * es) % 16 == 0;
-    p.v_aligned = sy_gpu_aligned16(a->v.data, es, a->v.stride[0], a->v.stride[1]) && (D * es) % 16 == 0;
     p.cu_q = (const int32_t *)a->cu_seqlens_q.data;
     p.cu_k = (const int32_t *)a->cu_seqlens_k.data;
     p.batch = (uint32_t)B;
@@ -274,7 +280,16 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     p.heads_per_block = gc;
     p.queries_per_block = bq;
     p.head_chunks = chunks;
-    sy_attn_gpu_prefill_launch(p, a->k.dtype, dmax, dim3((unsigned)tiles, H * chunks), sy_gpu_stream(stream));
+    const dim3 grid((unsigned)tiles, H * chunks);
+#if defined(SY_VENDOR_CUDA)
+    if (mma) {
+        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, grid, sy_gpu_stream(stream), err)) != SY_OK)
+            return st;
+        SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_mma_kernel");
+        return SY_OK;
+    }
+#endif
+    sy_attn_gpu_prefill_launch(p, a->k.dtype, dmax, grid, sy_gpu_stream(stream));
     SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_kernel");
     return SY_OK;
 }

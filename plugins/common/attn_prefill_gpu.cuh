@@ -10,9 +10,9 @@
  * ragged batch: the grid covers sum ceil(Lq / queries per block) <= Tq / bq + B tiles, and each
  * block finds its sequence with a block-wide scan of cu_seqlens_q.
  *
- * CUDA cores, f32 accumulation. Later: QK^T and PV as tensor-core MMAs (wgmma on sm_90a, MFMA on
- * CDNA) with larger tiles and asynchronous copies, which the prefill FLOP targets of
- * docs/performance.md need; this is the correct baseline. */
+ * CUDA cores, f32 accumulation: every K/V dtype and alignment, and the HIP build. CUDA builds run
+ * bf16 K/V with aligned rows on tensor cores instead (attn_prefill_gpu_mma.cuh, which shares the
+ * query tiles above and the finish). */
 #ifndef SY_ATTN_PREFILL_GPU_CUH
 #define SY_ATTN_PREFILL_GPU_CUH
 
@@ -74,17 +74,16 @@ SY_DEV bool sy_attn_gpu_prefill_tile(const sy_attn_gpu_prefill &p, uint32_t tile
     start_s[tid] = count;
     if (tid == 0)
         found_b = -1;
-    __syncthreads();
-    if (tid == 0) {
-        uint32_t sum = 0;
-        for (int i = 0; i < SY_ATTN_GPU_THREADS; i++) {
-            const uint32_t c = start_s[i];
-            start_s[i] = sum;
-            sum += c;
-        }
+    /* Inclusive scan in log2(threads) steps (Hillis and Steele): one thread summing all entries
+     * in turn was a dependent chain of shared-memory round trips, microseconds a block. */
+    for (uint32_t step = 1; step < SY_ATTN_GPU_THREADS; step *= 2) {
+        __syncthreads();
+        const uint32_t add = tid >= step ? start_s[tid - step] : 0u;
+        __syncthreads();
+        start_s[tid] += add;
     }
     __syncthreads();
-    const uint32_t start = start_s[tid];
+    const uint32_t start = start_s[tid] - count;
     if (tile >= start && tile < start + count) {
         uint32_t at = start;
         for (uint32_t b = b_lo; b < b_hi; b++) {
@@ -327,5 +326,9 @@ static inline void sy_attn_gpu_prefill_launch(const sy_attn_gpu_prefill &p, int3
     else
         sy_attn_gpu_prefill_launch_kv<SY_DTYPE_FP8_E4M3>(p, dmax, grid, stream);
 }
+
+#if defined(SY_VENDOR_CUDA)
+#include "attn_prefill_gpu_mma.cuh"
+#endif
 
 #endif

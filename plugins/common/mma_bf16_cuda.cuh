@@ -32,6 +32,57 @@ static __device__ __forceinline__ void sy_mma_bf16(float (&d)[4], const uint32_t
 #endif
 }
 
+/* Zeroes an array of accumulator tiles. */
+template <int A, int B>
+static __device__ __forceinline__ void sy_mma_zero(float (&acc)[A][B][4])
+{
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                acc[i][j][r] = 0.0f;
+}
+
+/* Four 8 x 8 matrices of 16-bit elements from shared memory (ldmatrix .x4): lanes 8i .. 8i+7 give
+ * the addresses of matrix i's 8 rows (16 bytes each), and matrix i lands in r[i] as mma fragments
+ * do: lane 4g + c holds row g, elements 2c and 2c+1. TRANS: lane 4g + c holds rows 2c and 2c+1 of
+ * element g instead (a [key][dim] tile read as the k-major B of a product over keys). */
+template <bool TRANS>
+static __device__ __forceinline__ void sy_ldmatrix_x4(uint32_t (&r)[4], const void *row)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    if constexpr (TRANS)
+        asm("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+#else
+    (void)r, (void)row;
+    __trap();
+#endif
+}
+
+/* bf16(lo) | bf16(hi) << 16, rounded to nearest even: sy_f32_to_bf16 of each for finite values, in
+ * one instruction. */
+static __device__ __forceinline__ uint32_t sy_mma_pack_bf16x2(float lo, float hi)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    (void)lo, (void)hi;
+    __trap();
+    return 0u;
+#endif
+}
+
 /* x as the bits of its high bf16 part and of the bf16 of the remainder: an f32 input of a bf16
  * product goes in as these two planes (two products), which keeps it within f32 rounding. */
 static __device__ __forceinline__ void sy_mma_split_bf16_one(float x, uint16_t *hi, uint16_t *lo)

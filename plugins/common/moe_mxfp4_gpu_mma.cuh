@@ -38,6 +38,7 @@
 #ifndef SY_MOE_MXFP4_GPU_MMA_CUH
 #define SY_MOE_MXFP4_GPU_MMA_CUH
 
+#include "cp_async_cuda.cuh"
 #include "mma_bf16_cuda.cuh"
 
 enum {
@@ -77,34 +78,6 @@ struct moe_mma_stage {
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
 };
-
-/* 16 bytes global -> shared without a register round trip; `bytes` 0 writes zeros and reads nothing. */
-static __device__ __forceinline__ void moe_mma_copy16(void *dst, const void *src, int bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes));
-#else
-    (void)dst, (void)src, (void)bytes;
-    __trap();
-#endif
-}
-
-static __device__ __forceinline__ void moe_mma_commit(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-/* Waits until at most STAGES - 2 groups are in flight: the oldest stage of the ring has landed. */
-template <int STAGES>
-static __device__ __forceinline__ void moe_mma_wait_oldest(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-#endif
-}
 
 static __device__ __forceinline__ uint32_t moe_mma_lut_entry(uint32_t byte)
 {
@@ -146,10 +119,10 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
     const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        moe_mma_copy16(slot + (tid / 64 + 2 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
+        sy_cp_async16(slot + (tid / 64 + 2 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
                        src.w[i] + (size_t)j0 * 16u * SY_MXFP4_BLOCK_BYTES, 16);
     /* A stage is half of a scale segment: both halves copy the whole segment of their octet. */
-    moe_mma_copy16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
+    sy_cp_async16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
                    src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
     uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
     const uint32_t k_used = a.m.kblocks_used * SY_MXFP4_BLOCK, k = j0 * SY_MXFP4_BLOCK + src.x_column * 8u;
@@ -160,7 +133,7 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
         const char *row_src = src.x_row[i % NT];
         const bool have = row_src && k < k_used;
         if (PLANES || a.x_async) {
-            moe_mma_copy16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
+            sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
                            have ? 16 : 0);
         } else {
             /* bf16 rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
@@ -234,16 +207,16 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     for (int s = 0; s < STAGES - 1; s++) {
         if ((uint32_t)s < stages)
             moe_mma_issue<NT, PLANES>(a, src, (uint32_t)s, smem + s * stage::bytes);
-        moe_mma_commit(); /* empty groups keep the count the wait relies on */
+        sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
     for (uint32_t st = 0; st < stages; st++) {
-        moe_mma_wait_oldest<STAGES>();
+        sy_cp_async_wait<STAGES - 2>(); /* the oldest stage of the ring has landed */
         /* Stage st is visible to all, and every warp is done with the slot refilled next. */
         __syncthreads();
         const uint32_t next = st + STAGES - 1;
         if (next < stages)
             moe_mma_issue<NT, PLANES>(a, src, next, smem + (next % STAGES) * stage::bytes);
-        moe_mma_commit();
+        sy_cp_async_commit();
         if (!live)
             continue;
         const uint8_t *slot = smem + (st % STAGES) * stage::bytes;
