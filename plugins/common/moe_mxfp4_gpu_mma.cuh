@@ -14,11 +14,12 @@
  * multiplies the oldest one; the bytes in flight per SM, not the tensor cores, set the speed. The
  * ring fills a fixed MOE_MMA_RING_BYTES, so a stage's size decides how many there are
  * (moe_mma_stage): a chunk of up to 8 pairs with one input plane stages 12.5 KB and gets three,
- * where 16 pairs of two planes (20 KB) get two. With 8 copies of the e2m1 table the CTA asks for
- * 53 KB, and 4 CTAs fit an SM: that many warps to issue mattered as much as the bytes in flight
- * (two stages of 4 CTAs ran 0.97 ms at 128 tokens on an H200, four stages of 2 CTAs 1.25 ms, the
- * third stage for small chunks 0.95 ms). What limits it now is the shared-memory pipe (ncu: L1
- * 89% busy, 47% of its wavefronts bank conflicts of the e2m1 table), not DRAM (40%).
+ * where 16 pairs of two planes (20 KB) get two. With 16 copies of the e2m1 table the CTA asks for
+ * 56 KB, and 4 CTAs fill an SM's 228 KB. Measured at 128 tokens on an H200: four stages of 2 CTAs
+ * 1.25 ms; two stages of 4 CTAs 0.97 ms; a 45 KB ring with 8 table copies 0.96 ms, where ncu
+ * showed the shared-memory pipe 89% busy and 47% of its wavefronts bank conflicts of the table
+ * (the 4 lanes sharing a copy land in one 8-bank group); 16 copies (2-way at most) in this 40 KB
+ * ring 0.85 ms; 32 conflict-free copies leave 3 CTAs an SM: 0.96 ms.
  *
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
  * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
@@ -54,10 +55,10 @@ enum {
     MOE_MMA_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* bf16: 320 bytes, 64 off a 128-byte multiple */
     MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
-    /* Three stages of 15 KB (8 pairs of two planes, or 16 of one): 4 CTAs of 53 KB fit an SM's
-     * 228 KB with the 1 KB the driver keeps per CTA. */
-    MOE_MMA_RING_BYTES = 45 * 1024,
-    MOE_MMA_LUT_COPIES = 8,                    /* lanes l, l+8, l+16, l+24 share a copy: 4-way conflicts at most */
+    /* Two stages of the largest chunk shape (20 KB); with the table 4 CTAs of 56 KB and the 1 KB
+     * the driver keeps per CTA fill an SM's 228 KB. */
+    MOE_MMA_RING_BYTES = 40 * 1024,
+    MOE_MMA_LUT_COPIES = 16,                   /* lanes l and l+16 share a copy: 2-way conflicts at most */
     MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + 256 * 4 * MOE_MMA_LUT_COPIES, /* + the e2m1 table */
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
@@ -305,7 +306,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 }
 
 template <bool W13, bool PLANES>
-static __global__ void __launch_bounds__(MOE_MMA_THREADS, 3) moe_mma_kernel(moe_gpu_gemm a)
+static __global__ void __launch_bounds__(MOE_MMA_THREADS, 4) moe_mma_kernel(moe_gpu_gemm a)
 {
     extern __shared__ __align__(16) uint8_t moe_mma_smem[];
     if ((int32_t)blockIdx.x >= *a.n_chunks)
