@@ -1080,6 +1080,10 @@ static void prefill_cases(void)
         {ODD80, BF16, F32, 2, {100, 1}, {0, 500}, 1, 0, 1, 0},
         {MHA128, F32, F32, 2, {70, 9}, {30, 0}, 1, 16, 1, 1},
         {GQA24, FP8, BF16, 3, {40, 0, 77}, {10, 5, 0}, 1, 0, 1, 0},
+        /* the tensor-core kernel at head dim 128 with bf16 q, and with 24 heads a KV head (blocks
+         * whose rows are not all used) at head dim 72 */
+        {MHA128, BF16, BF16, 2, {70, 200}, {30, 0}, 1, 0, 1, 0},
+        {GQA24, BF16, BF16, 2, {50, 33}, {0, 20}, 1, 0, 1, 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t work = 0;
