@@ -61,8 +61,9 @@ struct sy_attn_prefill_mma_shape {
 /* Rows of a block of the tensor-core kernel for head dim bucket dmax (64 or 128) and q's dtype. */
 static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype)
 {
-    return dmax == 64 && q_dtype != SY_DTYPE_F32 ? (uint32_t)sy_attn_prefill_mma_shape<64, false>::ROWS
-                                                 : (uint32_t)sy_attn_prefill_mma_shape<128, false>::ROWS;
+    if (q_dtype == SY_DTYPE_F32)
+        return dmax == 64 ? sy_attn_prefill_mma_shape<64, true>::ROWS : sy_attn_prefill_mma_shape<128, true>::ROWS;
+    return dmax == 64 ? sy_attn_prefill_mma_shape<64, false>::ROWS : sy_attn_prefill_mma_shape<128, false>::ROWS;
 }
 
 /* The copies of the K and V tile of keys [t0, t0 + KT) into one stage; keys past the sequence

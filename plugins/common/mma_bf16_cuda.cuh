@@ -53,13 +53,15 @@ template <bool TRANS>
 static __device__ __forceinline__ void sy_ldmatrix_x4(uint32_t (&r)[4], const void *row)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* volatile: the asm reads shared memory the compiler cannot see, so it must stay between the
+     * barriers around it (a plain asm counts as a pure function of the address). */
     const unsigned a = (unsigned)__cvta_generic_to_shared(row);
     if constexpr (TRANS)
-        asm("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(a));
     else
-        asm("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(a));
 #else

@@ -121,10 +121,10 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
 #pragma unroll
     for (int i = 0; i < 4; i++)
         sy_cp_async16(slot + (tid / 64 + 2 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
-                       src.w[i] + (size_t)j0 * 16u * SY_MXFP4_BLOCK_BYTES, 16);
+                      src.w[i] + (size_t)j0 * 16u * SY_MXFP4_BLOCK_BYTES, 16);
     /* A stage is half of a scale segment: both halves copy the whole segment of their octet. */
     sy_cp_async16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
-                   src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
+                  src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
     uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
     const uint32_t k_used = a.m.kblocks_used * SY_MXFP4_BLOCK, k = j0 * SY_MXFP4_BLOCK + src.x_column * 8u;
 #pragma unroll
@@ -135,7 +135,7 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
         const bool have = row_src && k < k_used;
         if (PLANES || a.x_async) {
             sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
-                           have ? 16 : 0);
+                          have ? 16 : 0);
         } else {
             /* bf16 rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
             uint32_t v[4] = {0u, 0u, 0u, 0u};
