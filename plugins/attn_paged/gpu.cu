@@ -21,7 +21,12 @@ extern "C" {
 
 enum {
     SPLIT_BLOCKS_PER_SM = 8, /* resident decode blocks a multiprocessor is meant to have */
+    /* The warp-streaming kernel: a warp an item, 2 blocks of 4 warps (96 KB of stages each) a
+     * multiprocessor. */
+    WARP_SLOTS_PER_SM = 8,
     SPLIT_MIN_KEYS = 256,    /* fewer keys per split than this cost more in the combine than they save */
+    /* A warp that streams fewer keys than this spends most of its time filling its ring. */
+    WARP_SPLIT_MIN_KEYS = 512,
     /* Reserved at init: 128 sequences x 64 q heads x 4 splits of head dim 64. */
     INIT_PARTIAL_FLOATS = 128 * 64 * 4 * (64 + 2)
 };
@@ -128,21 +133,46 @@ static sy_status check_sinks(const char *op, const sy_tensor *sinks, int64_t hq,
     return SY_OK;
 }
 
+/* The most splits worth taking: min_keys keys each, of the longest context the block tables can
+ * hold (or of the window), at most SY_ATTN_MAX_SPLITS. */
+static uint64_t max_splits(const sy_attn_decode_args *a, int64_t min_keys)
+{
+    int64_t keys = a->block_tables.shape[1] * (int64_t)a->geom.page_size;
+    if (a->window > 0 && keys > (int64_t)a->window + SY_ATTN_DECODE_TILE)
+        keys = (int64_t)a->window + SY_ATTN_DECODE_TILE;
+    const uint64_t by_keys = (uint64_t)((keys + min_keys - 1) / min_keys);
+    return by_keys < 1 ? 1 : by_keys > (uint64_t)SY_ATTN_MAX_SPLITS ? (uint64_t)SY_ATTN_MAX_SPLITS : by_keys;
+}
+
+/* The block-wide kernel: enough splits for SPLIT_BLOCKS_PER_SM blocks a multiprocessor. */
 static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decode_args *a, uint64_t blocks)
 {
     if (a->num_splits > 0)
         return (uint32_t)a->num_splits;
-    int64_t keys = a->block_tables.shape[1] * (int64_t)a->geom.page_size;
-    if (a->window > 0 && keys > (int64_t)a->window + SY_ATTN_DECODE_TILE)
-        keys = (int64_t)a->window + SY_ATTN_DECODE_TILE;
-    const uint64_t want = (uint64_t)ctx->multiprocessors * SPLIT_BLOCKS_PER_SM;
-    uint64_t splits = blocks ? (want + blocks - 1) / blocks : 1;
-    const uint64_t by_keys = (uint64_t)(keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
-    if (splits > by_keys)
-        splits = by_keys;
-    if (splits > SY_ATTN_MAX_SPLITS)
-        splits = SY_ATTN_MAX_SPLITS;
-    return splits < 1 ? 1 : (uint32_t)splits;
+    const uint64_t want = (uint64_t)ctx->multiprocessors * SPLIT_BLOCKS_PER_SM, most = max_splits(a, SPLIT_MIN_KEYS);
+    const uint64_t splits = blocks ? (want + blocks - 1) / blocks : 1;
+    return (uint32_t)(splits > most ? most : splits < 1 ? 1 : splits);
+}
+
+/* The warp-streaming kernel: the split count s that minimizes the time of the longest item,
+ * waves(items x s) / s in units of a whole context, with the device's warp slots as a wave; the
+ * fewest splits among near ties (5%), since each split costs a partial and its combine. */
+[[maybe_unused]] static uint32_t choose_warp_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decode_args *a,
+                                                    uint64_t items)
+{
+    if (a->num_splits > 0)
+        return (uint32_t)a->num_splits;
+    const uint64_t slots = (uint64_t)ctx->multiprocessors * WARP_SLOTS_PER_SM, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
+    uint64_t best = 1;
+    double best_cost = 0.0;
+    for (uint64_t s = 1; s <= most; s++) {
+        const double cost = (double)((items * s + slots - 1) / slots) / (double)s;
+        if (s == 1 || cost < best_cost * 0.95) {
+            best = s;
+            best_cost = cost;
+        }
+    }
+    return (uint32_t)best;
 }
 
 [[maybe_unused]] static sy_status decode_paged(void *vctx, sy_stream stream, const sy_attn_decode_args *a, sy_error *err)
@@ -185,7 +215,6 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     if (B > 65535 || (uint64_t)H * chunks > 65535)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld sequences x %u KV heads x %u head chunks exceed the grid "
                           "(65535 each)", op, (long long)B, H, chunks);
-    const uint32_t splits = choose_splits(ctx, a, (uint64_t)B * H * chunks);
     sy_attn_gpu_decode p;
     memset(&p, 0, sizeof p);
     p.c = sy_attn_gpu_call_of(&a->q, &a->out, &a->sinks, a->scale, a->window, g->store_dtype, a->k_scale, a->v_scale);
@@ -196,11 +225,19 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     p.bt_s0 = a->block_tables.stride[0];
     p.context_lens = (const int32_t *)a->context_lens.data;
     p.cl_s0 = a->context_lens.stride[0];
+    p.batch = (uint32_t)B;
     p.group = group;
     p.head_chunks = chunks;
-    p.num_splits = splits;
     p.row_aligned = g->layout == SY_LAYOUT_VECTORIZED_5D || (D * sy_dtype_size(g->store_dtype)) % 16 == 0;
     p.tiles_in_page = g->page_size % SY_ATTN_DECODE_TILE == 0;
+#if SY_ATTN_DECODE_WARP_KERNEL
+    const bool warp_kernel = sy_attn_gpu_decode_warp_takes(p, g->store_dtype);
+#else
+    const bool warp_kernel = false;
+#endif
+    const uint64_t rows = (uint64_t)B * H * chunks;
+    const uint32_t splits = warp_kernel ? choose_warp_splits(ctx, a, rows) : choose_splits(ctx, a, rows);
+    p.num_splits = splits;
     if (splits > 1) {
         const size_t parts = (size_t)B * a->q.shape[1] * splits;
         if ((st = reserve_partials(ctx, parts * (D + 2) * sizeof(float), err)) != SY_OK)
@@ -209,8 +246,22 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
         p.part_acc = p.part_ml + 2 * parts;
     }
     const gpuStream_t s = sy_gpu_stream(stream);
-    sy_attn_gpu_decode_launch(p, g->store_dtype, dim_bucket(D), dim3(splits, H * chunks, (unsigned)B), s);
-    SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_kernel");
+    const dim3 grid(splits, H * chunks, (unsigned)B);
+#if SY_ATTN_DECODE_WARP_KERNEL
+    if (warp_kernel) {
+        const uint64_t warp_blocks = (rows * splits + SY_ATTN_DECODE_WARPS - 1) / SY_ATTN_DECODE_WARPS;
+        if (warp_blocks > 0x7FFFFFFF)
+            return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %llu blocks of decode items exceed the grid", op,
+                              (unsigned long long)warp_blocks);
+        if ((st = sy_attn_gpu_decode_warp_launch(p, g->store_dtype, dim3((unsigned)warp_blocks), s, err)) != SY_OK)
+            return st;
+        SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_warp_kernel");
+    } else
+#endif
+    {
+        sy_attn_gpu_decode_launch(p, g->store_dtype, dim_bucket(D), grid, s);
+        SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_kernel");
+    }
     if (splits > 1) {
         SY_GPU_LAUNCH(dim3((unsigned)a->q.shape[1], (unsigned)B), SY_ATTN_GPU_THREADS, 0, s, sy_attn_gpu_combine_kernel)(p);
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_combine_kernel");

@@ -32,8 +32,13 @@
 #if defined(SY_VENDOR_CUDA)
 #include "attn_decode_gpu_mma.cuh"
 #define SY_ATTN_DECODE_TENSOR_CORES 1
+#define SY_ATTN_DECODE_WARP_KERNEL 1
+#elif defined(SY_EMU_TENSOR_CORES)
+#define SY_ATTN_DECODE_TENSOR_CORES 0
+#define SY_ATTN_DECODE_WARP_KERNEL 1 /* tests/gpu's emulator runs its fragments */
 #else
 #define SY_ATTN_DECODE_TENSOR_CORES 0
+#define SY_ATTN_DECODE_WARP_KERNEL 0
 #endif
 
 typedef struct sy_attn_gpu_decode {
@@ -44,6 +49,7 @@ typedef struct sy_attn_gpu_decode {
     int64_t bt_s0;
     const int32_t *context_lens;
     int64_t cl_s0;
+    uint32_t batch;       /* sequences */
     uint32_t group;       /* q heads per KV head */
     uint32_t head_chunks; /* blocks per KV head: ceil(group / GH) */
     uint32_t num_splits;
@@ -105,6 +111,33 @@ typedef struct sy_attn_gpu_decode_span {
     uint32_t kv_head;
     int64_t lo, hi; /* the split's keys */
 } sy_attn_gpu_decode_span;
+
+/* One unit of decode work: the keys of one split of one sequence against a chunk of up to GH q
+ * heads of one KV head. `row` numbers (KV head, chunk) pairs, head_chunks of them a KV head. */
+typedef struct sy_attn_gpu_decode_item {
+    uint32_t b, split;
+    uint32_t g0, n_heads; /* the chunk's first q head within the group, and how many it has */
+    uint32_t head0;       /* q head of g0 */
+    sy_attn_gpu_decode_span sp;
+} sy_attn_gpu_decode_item;
+
+SY_DEV sy_attn_gpu_decode_item sy_attn_gpu_decode_item_of(const sy_attn_gpu_decode &p, uint32_t b, uint32_t split,
+                                                          uint32_t row, uint32_t gh)
+{
+    sy_attn_gpu_decode_item it;
+    it.b = b;
+    it.split = split;
+    const uint32_t kv_head = row / p.head_chunks;
+    it.g0 = (row % p.head_chunks) * gh;
+    it.n_heads = p.group - it.g0 < gh ? p.group - it.g0 : gh;
+    it.head0 = kv_head * p.group + it.g0;
+    const int64_t len = p.context_lens[(int64_t)b * p.cl_s0];
+    const int64_t start = p.c.window > 0 && len > p.c.window ? len - p.c.window : 0;
+    it.sp.table = p.block_tables + (int64_t)b * p.bt_s0;
+    it.sp.kv_head = kv_head;
+    sy_attn_gpu_split_range(start, len, split, p.num_splits, &it.sp.lo, &it.sp.hi);
+    return it;
+}
 
 /* Where the tile at t0 starts in the K and V pools. When pages hold whole tiles (P a multiple of
  * TILE; tiles start on multiples of TILE) a tile is inside one page: one block-table read and one
@@ -228,16 +261,9 @@ sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
     __shared__ float m_s[GH], l_s[GH], alpha_s[GH];
 
     const int tid = (int)threadIdx.x;
-    const uint32_t b = blockIdx.z, split = blockIdx.x;
-    const uint32_t kv_head = blockIdx.y / p.head_chunks, g0 = (blockIdx.y % p.head_chunks) * GH;
-    const uint32_t n_heads = p.group - g0 < (uint32_t)GH ? p.group - g0 : (uint32_t)GH;
-    const uint32_t head0 = kv_head * p.group + g0, D = p.dims.head_dim;
-    const int64_t len = p.context_lens[(int64_t)b * p.cl_s0];
-    const int64_t start = p.c.window > 0 && len > p.c.window ? len - p.c.window : 0;
-    sy_attn_gpu_decode_span sp;
-    sp.table = p.block_tables + (int64_t)b * p.bt_s0;
-    sp.kv_head = kv_head;
-    sy_attn_gpu_split_range(start, len, split, p.num_splits, &sp.lo, &sp.hi);
+    const sy_attn_gpu_decode_item it = sy_attn_gpu_decode_item_of(p, blockIdx.z, blockIdx.x, blockIdx.y, GH);
+    const uint32_t b = it.b, split = it.split, n_heads = it.n_heads, head0 = it.head0, D = p.dims.head_dim;
+    const sy_attn_gpu_decode_span sp = it.sp;
 
     for (int i = tid; i < GH * DMAX; i += S::NT) {
         const uint32_t g = (uint32_t)i / DMAX, d = (uint32_t)i % DMAX;
@@ -444,11 +470,14 @@ sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
 }
 
 /* Splits of one (sequence, q head) combined by log-sum-exp (sy_attn_cpu_combine), the sink in the
- * denominator only; one block per (q head, sequence). */
+ * denominator only; one block per (q head, sequence). The weighted sum of each dim is spread over
+ * blockDim / D groups of threads, each with 4 independent sums, so that a call of many splits keeps
+ * many loads in flight instead of walking its splits one load at a time. */
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combine_kernel(const sy_attn_gpu_decode p)
 {
     __shared__ float w_s[SY_ATTN_MAX_SPLITS];
     __shared__ float scratch[SY_MAX_WARPS_PER_BLOCK];
+    __shared__ float group_sums[SY_ATTN_GPU_THREADS];
     const uint32_t head = blockIdx.x, b = blockIdx.y, S = p.num_splits, D = p.dims.head_dim;
     const uint32_t Hq = p.dims.kv_heads * p.group;
     const uint64_t base = ((uint64_t)b * Hq + head) * S;
@@ -470,12 +499,31 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_combin
     den = sy_block_sum(den, scratch);
     if (sink && M != -INFINITY)
         den += expf(*sink - M);
-    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+    /* D <= SY_ATTN_GPU_HEAD_DIM_MAX = blockDim.x: at least one group. */
+    const uint32_t groups = blockDim.x / D, grp = threadIdx.x / D, d = threadIdx.x % D;
+    float sum = 0.0f;
+    if (grp < groups && M != -INFINITY) {
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        uint32_t i = grp;
+        for (; i + 3 * groups < S; i += 4 * groups)
+#pragma unroll
+            for (uint32_t k = 0; k < 4; k++) {
+                const uint32_t split = i + k * groups;
+                if (w_s[split] > 0.0f)
+                    part[k] += w_s[split] * p.part_acc[(base + split) * D + d];
+            }
+        for (; i < S; i += groups)
+            if (w_s[i] > 0.0f)
+                part[0] += w_s[i] * p.part_acc[(base + i) * D + d];
+        sum = (part[0] + part[1]) + (part[2] + part[3]);
+    }
+    group_sums[threadIdx.x] = sum;
+    __syncthreads();
+    if (grp == 0) {
         float o = 0.0f;
         if (M != -INFINITY) {
-            for (uint32_t i = 0; i < S; i++)
-                if (w_s[i] > 0.0f)
-                    o += w_s[i] * p.part_acc[(base + i) * D + d];
+            for (uint32_t g = 0; g < groups; g++)
+                o += group_sums[g * D + d];
             o = o / den * p.c.out_scale;
         }
         sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d, o);
@@ -534,5 +582,9 @@ static inline void sy_attn_gpu_decode_launch(const sy_attn_gpu_decode &p, int32_
     else
         sy_attn_gpu_decode_launch_layout<SY_LAYOUT_NHD>(p, kv_dtype, dmax, grid, stream);
 }
+
+#if SY_ATTN_DECODE_WARP_KERNEL
+#include "attn_decode_gpu_warp.cuh"
+#endif
 
 #endif

@@ -9,6 +9,10 @@ static __device__ __forceinline__ void sy_cp_async16(void *dst, const void *src,
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes));
+#elif defined(SY_EMU_TENSOR_CORES)
+    /* tests/gpu's CPU emulator: the copy lands at once, so every wait is already met. */
+    memset(dst, 0, 16);
+    memcpy(dst, src, (size_t)bytes);
 #else
     (void)dst, (void)src, (void)bytes;
     __trap(); /* the build refuses architectures below sm_80 (cmake/gpu.cmake) */

@@ -55,6 +55,19 @@ SY_HD float sy_round_bf16(float x)
     return sy_bf16_to_f32(sy_f32_to_bf16(x));
 }
 
+/* IEEE binary16 -> f32, exact (every f16 value is an f32 value). */
+SY_HD float sy_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (uint32_t)(h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1Fu)
+        return sy_f32_from_bits(sign | 0x7F800000u | m << 13);
+    if (e == 0) { /* subnormal: m 2^-24 */
+        float v = (float)m * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return sy_f32_from_bits(sign | (e + 112u) << 23 | m << 13);
+}
+
 SY_HD float sy_fp8e4m3_to_f32(uint8_t b)
 {
     uint32_t sign = (uint32_t)(b & 0x80u) << 24;

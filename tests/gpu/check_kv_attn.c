@@ -803,6 +803,11 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
     const size_t pb = pool_bytes(&pg.g);
     pg.kc = xmalloc(pb);
     pg.vc = xmalloc(pb);
+    /* Every slot no sequence writes is NaN (0xFF bytes are NaN in f32, bf16 and e4m3), as
+     * memory a pool never wrote may be: a reader must not let keys past a sequence's length
+     * (or before its window) reach the output, not even weighted by 0. */
+    memset(pg.kc, 0xFF, pb);
+    memset(pg.vc, 0xFF, pb);
     pg.tables = xmalloc(sizeof *pg.tables * B * (size_t)max_blocks);
     memset(pg.tables, 0, sizeof *pg.tables * B * (size_t)max_blocks);
     uint32_t *order = page_order((uint32_t)pages);
@@ -972,12 +977,20 @@ static void decode_cases(void)
         {MHA128, NHD, F32, BF16, 16, 3, {300, 17, 0}, 0, 1, 0},
         {GQA16, V5D, BF16, BF16, 64, 3, {700, 3, 64}, 0, 1, 0},
         {GQA24, NHD, FP8, F32, 8, 3, {700, 3, 65}, 100, 1, 2},
+        /* the warp-streaming kernel (pages of whole 64-key tiles) at head dim 128, where one q head
+         * fills 1 of the 8 rows of its products, and at 2 head chunks a KV head; all in --quick */
+        {MHA128, NHD, FP8, BF16, 64, 3, {300, 17, 128}, 0, 1, 0},
+        {MHA128, V5D, FP8, F32, 128, 3, {300, 17, 128}, 100, 1, 3},
+        {MHA128, NHD, BF16, F32, 64, 3, {300, 17, 129}, 37, 1, 2},
+        {GQA16, NHD, FP8, F32, 64, 3, {700, 3, 64}, 0, 1, 0},
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    enum { QUICK_TAIL = 4 };
+    const size_t count = sizeof shapes / sizeof shapes[0];
+    for (size_t i = 0; i < count; i++) {
         int64_t work = 0;
         for (uint32_t b = 0; b < shapes[i].B; b++)
             work += (int64_t)shapes[i].lens[b] * shapes[i].h.hq;
-        if (!quick || ((i < 6 || i % 4 == 0) && !(emulated && work > EMULATED_QUICK_WORK)))
+        if (!quick || ((i < 6 || i % 4 == 0 || i + QUICK_TAIL >= count) && !(emulated && work > EMULATED_QUICK_WORK)))
             decode_case(&shapes[i]);
     }
 }

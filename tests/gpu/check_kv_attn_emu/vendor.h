@@ -98,14 +98,38 @@ extern dim3 sy_emu_thread_idx, sy_emu_block_idx, sy_emu_block_dim, sy_emu_grid_d
 #define gridDim sy_emu_grid_dim
 
 void sy_emu_syncthreads(void);
+void sy_emu_syncwarp(void);
 float sy_emu_shfl_xor(float value, int lane_mask);
 void *sy_emu_dynamic_shared(void);
 #define __syncthreads() sy_emu_syncthreads()
 #define SY_WARP_SIZE SY_EMU_WARP_SIZE
 #define sy_shfl_xor(value, lane_mask) sy_emu_shfl_xor((value), (lane_mask))
-/* The kernels call it where the whole block does, so a block barrier serves. */
-#define sy_syncwarp() sy_emu_syncthreads()
+#define sy_syncwarp() sy_emu_syncwarp()
 #define SY_GPU_DYNAMIC_SHARED(type, name) type *name = (type *)sy_emu_dynamic_shared()
+
+/* Integer intrinsics, as the CUDA Math API defines them. */
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned selector)
+{
+    const unsigned long long both = (unsigned long long)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++)
+        r |= (unsigned)(both >> (8 * ((selector >> (4 * i)) & 7u)) & 0xFFu) << (8 * i);
+    return r;
+}
+static inline unsigned __vcmpeq2(unsigned a, unsigned b)
+{
+    return ((a & 0xFFFFu) == (b & 0xFFFFu) ? 0xFFFFu : 0u) | ((a >> 16) == (b >> 16) ? 0xFFFF0000u : 0u);
+}
+
+#if SY_EMU_WARP_SIZE == 32
+/* Tensor-core fragments exist for warps of 32: mma_bf16_cuda.cuh and cp_async_cuda.cuh call these
+ * (check_kv_attn_emu.cc), and the kernels that use them are built. */
+#define SY_EMU_TENSOR_CORES 1
+void sy_emu_ldmatrix_x4(uint32_t r[4], const void *row, bool trans);
+void sy_emu_mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+void sy_emu_mma_f16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+uint16_t sy_emu_f32_to_f16(float x); /* rounded to nearest even */
+#endif
 
 namespace sy_emu {
 /* Runs body once per thread of every block of the grid, blocks one after the other. */
