@@ -11,16 +11,7 @@ out=${2:?usage: gpu_suite.sh BUILD_DIR OUT_DIR [BACKEND]}
 backend=${3:-cuda}
 sy="$build/bin/switchyard"
 mkdir -p "$out"
-failed=0
-step() {
-  local name=$1; shift
-  local t0=$(date +%s)
-  "$@" >"$out/$name.txt" 2>&1
-  local rc=$?
-  echo "$name: exit $rc ($(( $(date +%s) - t0 )) s)"
-  tail -n 3 "$out/$name.txt" | sed 's/^/    /'
-  [ $rc -eq 0 ] || failed=1
-}
+. "$(dirname "$0")/step.sh"
 tiny_workload=(--set workload.batch=2 --set workload.input_len=40 --set workload.output_len=16
                --set workload.prefill_chunk=16 --set workload.warmup=0 --set workload.repeat=1)
 step conformance "$sy" conformance --backend "$backend" --json "$out/conformance-$backend.json"

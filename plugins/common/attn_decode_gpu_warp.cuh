@@ -65,6 +65,9 @@
 #ifndef SY_ATTN_WARP_TENSOR_BYTES
 #define SY_ATTN_WARP_TENSOR_BYTES 4096
 #endif
+#ifndef SY_ATTN_WARP_MIN_BLOCKS
+#define SY_ATTN_WARP_MIN_BLOCKS 1
+#endif
 enum { SY_ATTN_DECODE_WARPS = 4 /* warps (items) a block */ };
 
 template <int LAYOUT, int KV, int D, bool QPLANES>
@@ -236,7 +239,7 @@ SY_DEV void sy_attn_warp_qk_step(float (&s)[4], const uint32_t (&q)[S::Q_PLANES]
 }
 
 template <int LAYOUT, int KV, int D, bool QPLANES>
-static __global__ __launch_bounds__(32 * SY_ATTN_DECODE_WARPS) void sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
+static __global__ __launch_bounds__(32 * SY_ATTN_DECODE_WARPS, SY_ATTN_WARP_MIN_BLOCKS) void sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 {
     using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
     using W = sy_attn_warp_decode<S>;

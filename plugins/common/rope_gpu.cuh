@@ -13,10 +13,11 @@
  *
  * Work split: a block owns a group of tokens; units are (token, head, run of RW rotated pairs): a
  * unit reads its RW elements of both halves, so no other unit touches them, and writes the
- * rotations in place. Fused: the rotated K run is rounded to k's dtype (what rope leaves in k),
- * written to k, and that same value stored into the pool through sy_kv_gpu_store_k_run; V goes
- * through sy_kv_gpu_write_v_units, the blocks, slots and groups being those of kv_layout.write. So
- * the fused op equals rope followed by the GPU kv_layout.write bit for bit, by construction. */
+ * rotations in place. Fused: a block is one of kv_layout.write's tiles (kv_store_gpu.cuh); the
+ * rotated K run is rounded to k's dtype (what rope leaves in k), written to k, and that same value
+ * staged with sy_kv_gpu_tile_put; V is loaded and staged, and the tile stored, by the write's own
+ * steps. So the fused op equals rope followed by the GPU kv_layout.write bit for bit, by
+ * construction. */
 #ifndef SY_ROPE_GPU_CUH
 #define SY_ROPE_GPU_CUH
 
@@ -26,8 +27,17 @@
 enum {
     SY_ROPE_GPU_THREADS = 128,
     SY_ROPE_GPU_MAX_HEAD_DIM = 512,
-    SY_ROPE_GPU_TOKENS = 4 /* tokens a block of the plain rope kernel owns */
+    SY_ROPE_GPU_TOKENS = 4,        /* tokens a block of the plain rope kernel owns */
+    SY_ROPE_GPU_FUSED_PAIRS = 2048 /* fused: (token, pair) angles held at once, 16 KB beside the stage */
 };
+
+/* The fused kernel runs the write's tiles with the write's threads, and its rotation needs a tile
+ * to hold whole heads (a pair's two dims in one tile), which sy_kv_gpu_plan gives every head of at
+ * most SY_KV_GPU_TILE_UNITS dims and 4 SY_KV_GPU_THREADS dims (4: the fewest dims of a unit). */
+static_assert((int)SY_ROPE_GPU_THREADS == (int)SY_KV_GPU_THREADS, "the fused kernel runs the write's tiles");
+static_assert((int)SY_ROPE_GPU_MAX_HEAD_DIM <= (int)SY_KV_GPU_TILE_UNITS &&
+                  (int)SY_ROPE_GPU_MAX_HEAD_DIM <= 4 * (int)SY_KV_GPU_THREADS,
+              "rope heads must fit a write tile whole");
 
 typedef struct sy_rope_gpu_freqs {
     double inv_freq[SY_ROPE_GPU_MAX_HEAD_DIM / 2];
@@ -49,6 +59,19 @@ typedef struct sy_rope_gpu_args {
     int64_t positions_s0;
     int64_t tokens;
 } sy_rope_gpu_args;
+
+/* Blocks an SM the fused kernel is compiled for. Its q loop is the plain kernel's, one memory
+ * latency a unit, so it needs as many warps as the plain kernel gets (47 registers: 10 blocks of
+ * 128); left alone, ptxas gives it up to 83 registers, over 100 with fp8 stores, whose conversions
+ * take more (8 blocks fit them in 64 without spilling). */
+#define SY_ROPE_GPU_FUSED_MIN_BLOCKS(store) ((store) == SY_DTYPE_FP8_E4M3 ? 8 : 10)
+
+/* Tokens of a fused tile whose angles are held at once. */
+SY_HD uint32_t sy_rope_gpu_fused_batch(const sy_kv_gpu_launch &l, uint32_t half)
+{
+    const uint32_t most = SY_ROPE_GPU_FUSED_PAIRS / half;
+    return l.tokens < most ? l.tokens : most;
+}
 
 /* x1 c - x2 s and x2 c + x1 s with each product and the sum rounded on its own (no contraction into
  * fused multiply-adds), as the host computes them. */
@@ -134,39 +157,49 @@ static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel
     sy_rope_gpu_rotate_heads<RW>(a.k, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.k.heads, cs, sn);
 }
 
-/* Fused: blocks and slots of kv_layout.write (sy_kv_gpu_plan); the q heads are shared out among
- * the blocks of a token group. */
-template <int LAYOUT, int STORE, int RW>
-static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kv_kernel(
+/* Fused: the tiles of kv_layout.write (sy_kv_gpu_plan), each block also rotating its tokens' q
+ * heads, or their share when a token's row spans several blocks. V is staged first, by the write's
+ * own step; K is staged as it is rotated, before the q heads, whose loop is the long one. Angles
+ * are held for at most SY_ROPE_GPU_FUSED_PAIRS (token, pair) at once, beside the stage, so a tile
+ * whose tokens have more is rotated in batches of tokens. */
+template <int LAYOUT, int STORE, int RW, int SRC>
+static __global__
+__launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS(STORE)) void sy_rope_gpu_kv_kernel(
     const sy_rope_gpu_freqs f, const sy_rope_gpu_args a, const sy_kv_gpu_pool pool, const sy_kv_gpu_rows v_src,
-    const sy_kv_gpu_index ix, uint32_t group, uint32_t heads_per_block)
+    const sy_kv_gpu_index ix, const sy_kv_gpu_launch l)
 {
     SY_GPU_DYNAMIC_SHARED(float, sy_rope_angles);
-    __shared__ int64_t slot_s[SY_KV_GPU_MAX_GROUP];
-    __shared__ int run_s;
-    float *cs = sy_rope_angles, *sn = sy_rope_angles + group * f.half;
-    const sy_kv_gpu_block blk = sy_kv_gpu_this_block(group, heads_per_block, pool.dims.kv_heads);
-    sy_kv_gpu_block_slots(ix, blk, pool.dims.vec, slot_s, &run_s);
-    sy_rope_gpu_angles(f, a, blk.t0, blk.tokens, cs, sn);
+    __shared__ sy_kv_gpu_stage s;
+    const uint32_t half = f.half, batch = sy_rope_gpu_fused_batch(l, half);
+    float *cs = sy_rope_angles, *sn = sy_rope_angles + batch * half;
+    const sy_kv_gpu_tile tl = sy_kv_gpu_this_tile<STORE>(l, pool.dims, ix.tokens);
+    sy_kv_gpu_tile_fill<LAYOUT, STORE, SRC, false>(tl, v_src, ix, pool, s);
 
     const uint32_t q_per = (a.q.heads + gridDim.y - 1) / gridDim.y, q0 = blockIdx.y * q_per;
-    if (q0 < a.q.heads)
-        sy_rope_gpu_rotate_heads<RW>(a.q, a, f.half, blk.t0, blk.tokens, q0,
-                                     a.q.heads - q0 < q_per ? a.q.heads - q0 : q_per, cs, sn);
+    const uint32_t q_heads = q0 < a.q.heads ? (a.q.heads - q0 < q_per ? a.q.heads - q0 : q_per) : 0;
+    const uint32_t pairs = half / RW, heads = tl.units / tl.chunks, h0 = tl.r0 / tl.chunks;
+    for (uint32_t b0 = 0; b0 < tl.tokens; b0 += batch) {
+        const uint32_t n = tl.tokens - b0 < batch ? tl.tokens - b0 : batch;
+        if (b0 > 0)
+            __syncthreads(); /* the previous batch is done with the angles */
+        sy_rope_gpu_angles(f, a, tl.t0 + b0, n, cs, sn);
 
-    const uint32_t half = f.half, pairs = half / RW, units = blk.tokens * blk.heads * pairs;
-    for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
-        const uint32_t pc = u % pairs, h = blk.h0 + u / pairs % blk.heads, j = u / (pairs * blk.heads);
-        if (blk.t0 + j >= a.tokens)
-            continue;
-        float first[RW], second[RW];
-        sy_rope_gpu_rotate<RW>(a.k, blk.t0 + j, h, pc * RW, half, cs + j * half, sn + j * half, first, second);
-        if (slot_s[j] >= 0) {
-            sy_kv_gpu_store_k_run<LAYOUT, STORE, RW>(pool, slot_s[j], h, pc * RW, first, RW);
-            sy_kv_gpu_store_k_run<LAYOUT, STORE, RW>(pool, slot_s[j], h, half + pc * RW, second, RW);
+        const uint32_t units = n * heads * pairs;
+        for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
+            const uint32_t pc = u % pairs, hh = u / pairs % heads, jb = u / (pairs * heads), j = b0 + jb;
+            if (tl.t0 + j >= a.tokens)
+                continue;
+            float first[RW], second[RW];
+            sy_rope_gpu_rotate<RW>(a.k, tl.t0 + j, h0 + hh, pc * RW, half, cs + jb * half, sn + jb * half, first,
+                                   second);
+            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, j, hh, pc * RW, first, pool.k_scale);
+            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, j, hh, half + pc * RW, second, pool.k_scale);
         }
+        if (q_heads)
+            sy_rope_gpu_rotate_heads<RW>(a.q, a, half, tl.t0 + b0, n, q0, q_heads, cs, sn);
     }
-    sy_kv_gpu_write_v_units<LAYOUT, STORE>(pool, v_src, blk, slot_s, run_s);
+    __syncthreads();
+    sy_kv_gpu_tile_store<LAYOUT, STORE>(pool, tl, s);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -215,21 +248,33 @@ static inline void sy_rope_gpu_launch(const sy_rope_gpu_freqs &f, const sy_rope_
         SY_GPU_LAUNCH(grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kernel<1>)(f, a);
 }
 
-/* Fused: a unit rotates one 16-byte run of the pool's store dtype (so that it stores whole vectors)
- * when half is a multiple of it, else one pair. */
+/* Fused: a unit rotates one 16-byte run of the pool's store dtype (so that it stages whole units)
+ * when half is a multiple of it, else one pair. v's dtype is a kernel parameter, as in the write. */
+template <int LAYOUT, int STORE, int RW>
+static void sy_rope_gpu_kv_launch_rw(const sy_rope_gpu_freqs &f, const sy_rope_gpu_args &a, const sy_kv_gpu_pool &pool,
+                                     const sy_kv_gpu_rows &v_src, const sy_kv_gpu_index &ix, const sy_kv_gpu_launch &l,
+                                     gpuStream_t stream)
+{
+    const size_t smem = 2 * (size_t)sy_rope_gpu_fused_batch(l, f.half) * f.half * sizeof(float);
+    constexpr int BF16 = SY_DTYPE_BF16, F32 = SY_DTYPE_F32;
+    if (v_src.dtype == BF16)
+        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, BF16>)(
+            f, a, pool, v_src, ix, l);
+    else
+        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, F32>)(
+            f, a, pool, v_src, ix, l);
+}
+
 template <int LAYOUT, int STORE>
 static void sy_rope_gpu_kv_launch_store(const sy_rope_gpu_freqs &f, const sy_rope_gpu_args &a, const sy_kv_gpu_pool &pool,
                                         const sy_kv_gpu_rows &v_src, const sy_kv_gpu_index &ix, const sy_kv_gpu_launch &l,
                                         gpuStream_t stream)
 {
-    const size_t smem = 2 * (size_t)l.group * f.half * sizeof(float);
     constexpr int PER = sy_elems16<STORE>;
     if (f.half % PER == 0)
-        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, PER>)(
-            f, a, pool, v_src, ix, l.group, l.heads_per_block);
+        sy_rope_gpu_kv_launch_rw<LAYOUT, STORE, PER>(f, a, pool, v_src, ix, l, stream);
     else
-        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, 1>)(
-            f, a, pool, v_src, ix, l.group, l.heads_per_block);
+        sy_rope_gpu_kv_launch_rw<LAYOUT, STORE, 1>(f, a, pool, v_src, ix, l, stream);
 }
 
 template <int LAYOUT>

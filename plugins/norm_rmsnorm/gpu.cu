@@ -3,27 +3,40 @@
  * s^2 over the N real columns in f32, r = 1 / sqrt(sum / N + eps), out = cast(s * r * w) with zeros
  * to Nout, residual_out = cast(s).
  *
- * A group of threads owns a row: 64 threads (4 rows a block) up to 1536 columns, more for wider
- * rows, so that each thread holds at most 3 chunks of 8 columns (NORM_MAX_CACHE past 512 threads);
- * calls of fewer than NORM_PACK_ROWS rows take up to one chunk a thread.
- * A thread keeps the s of its chunks in registers between the sum and the output, so x and
- * residual are read once (rows wider than the cache allows read the rest again, from L2). The
- * kernel is instantiated per number of cached chunks, so that a row of 3 chunks a thread does not
- * hold registers for 4: at 16384 x 2880 that is 64 registers instead of 86, 4 blocks of 256
- * threads an SM instead of 2. Chunks are 16-byte loads and stores
- * (8 bf16, or 2 x 4 f32) when every row of every tensor is 16-byte aligned and N and Nout are
- * multiples of 8; otherwise element by element. The sum is per thread in column order, then per
- * warp by the butterfly of gpu_warp.h, then over the group's warps in warp order: a fixed order, so
- * repeated runs agree bit for bit. residual_out is one f32 add rounded once, equal to the host's bit
- * for bit; out differs from it only by the order of the sum.
+ * Work split. Columns go in chunks of 8 (16 bytes of bf16). A group of threads owns a row: a
+ * multiple of 64 threads (whole warps at either warp width), sized from the chunks of the padded
+ * output row, and chunk c is thread c % group's (c / group)-th, so that a warp reads and writes
+ * consecutive 16-byte pieces. Calls of NORM_PACK_ROWS rows or more give a thread up to 3 chunks:
+ * 2880 -> 3072 columns is 384 chunks, 3 for each of 128 threads, the last 8 threads' third being
+ * 24 chunks of zero padding. Fewer rows (a decode step's) give a thread one chunk (384 threads a
+ * row), since there the latency of one thread's chain is the time of the call. A block is one row
+ * (two when a call of many rows has groups of 64 threads), so no row waits at a barrier for another.
+ *
+ * Latency. A thread issues every load of its row (x, residual and weight of each of its chunks)
+ * before it uses any, so that a row costs one round trip to memory rather than one a chunk; then
+ * it writes residual_out, which needs no sum, so those stores leave while the group reduces; then
+ * out. It keeps s in registers from the sum to the stores, so x and residual are read once (rows
+ * wider than NORM_MAX_CACHE chunks a thread read the rest again, from L2). The kernel is
+ * instantiated per number of cached chunks, so that a thread holds registers for no more chunks
+ * than it has, and per dtype: when x, residual, weight, out and residual_out share one, every row
+ * is 16-byte aligned and N and Nout are multiples of 8 (the engine's f32, a bf16 model's bf16), the
+ * dtype is a compile-time constant and the loads are raw 16-byte pieces, converted only once all
+ * are issued. Any other call reads the dtypes at run time (16-byte accesses where the rows allow,
+ * element by element otherwise) and converts each chunk as it arrives.
+ *
+ * The sum is per thread in column order, then per warp by the butterfly of gpu_warp.h, then over
+ * the group's warps in warp order: a fixed order, so repeated runs agree bit for bit. residual_out
+ * is one f32 add rounded once, equal to the host's bit for bit; out differs from it only by the
+ * order of the sum.
  *
  * Each element is read by the thread that writes it, before it writes it, so residual_out may alias
- * residual (the engine's in-place residual stream), as on the host. */
+ * residual (the engine's in-place residual stream) and out may alias x, as on the host. */
 #include <math.h>
 
 #include "gpu.h"
 #include "gpu_runtime.h"
 #include "gpu_warp.h"
+#include "sy_elem_gpu.cuh"
 #include "sy_numeric.h"
 extern "C" {
 #include "sy_op_check.h"
@@ -32,13 +45,17 @@ extern "C" {
 #define NORM_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
 
 enum {
-    NORM_CHUNK = 8,       /* columns per load: 16 bytes of bf16 */
-    NORM_MAX_CACHE = 4,   /* chunks a thread keeps in registers, at most */
-    NORM_MIN_GROUP = 64,  /* threads per row: a multiple of both warp widths */
-    NORM_MAX_GROUP = 512, /* 128 registers a thread at most: the cache stays in registers */
-    NORM_BLOCK = 256,     /* threads per block when rows are packed several to a block */
-    NORM_PACK_ROWS = 4096 /* from this many rows on, pack rows to NORM_BLOCK threads; fewer rows get a block each */
+    NORM_CHUNK = 8,         /* columns per chunk: 16 bytes of bf16 */
+    NORM_MAX_CACHE = 4,     /* chunks a thread keeps in registers, at most */
+    NORM_GROUP_STEP = 64,   /* threads per row come in multiples of this: whole warps at either width */
+    NORM_MAX_GROUP = 512,   /* threads per row, at most */
+    NORM_BLOCK = 128,       /* threads per block when rows of a narrower group share one */
+    NORM_PACK_ROWS = 4096,  /* from this many rows on, NORM_PACKED_CHUNKS chunks a thread; fewer rows get one */
+    NORM_PACKED_CHUNKS = 3  /* bf16: 96 bytes of x and residual in flight a thread, in 64 registers */
 };
+
+/* The kernel's dtype parameter when the dtypes and the access width are read from the arguments. */
+enum { NORM_ANY_DTYPE = SY_DTYPE_INVALID };
 
 typedef struct norm_gpu_args {
     const void *x, *residual, *weight;
@@ -47,30 +64,70 @@ typedef struct norm_gpu_args {
     int32_t x_dtype, residual_dtype, weight_dtype, out_dtype, residual_out_dtype;
     int32_t vector; /* 1: 16-byte chunks (see the file's comment) */
     int64_t rows;
-    uint32_t cols, cols_out, group;
+    uint32_t cols, cols_out;
+    uint32_t group, rows_per_block; /* threads per row; rows per block */
     float eps;
 } norm_gpu_args;
+
+/* A tensor's dtype in the kernel: the instantiation's when it fixes one, else the argument's. */
+template <int DT>
+static __device__ __forceinline__ int32_t norm_dtype(int32_t given)
+{
+    return DT == NORM_ANY_DTYPE ? given : DT;
+}
+
+/* Byte offset of column n in a row of dtype; 64-bit, since 4 n can pass 2^32. */
+static __device__ __forceinline__ uint64_t norm_offset(int32_t dtype, uint32_t n)
+{
+    return (uint64_t)n * (dtype == SY_DTYPE_BF16 ? 2u : 4u);
+}
 
 static __device__ __forceinline__ const char *norm_row(const void *base, int64_t row, int64_t stride, int32_t dtype)
 {
     return (const char *)base + row * stride * (dtype == SY_DTYPE_BF16 ? 2 : 4);
 }
 
+/* One row of every tensor, with the dtypes and the access width the kernel uses for them. */
+typedef struct norm_row_view {
+    const char *x, *residual, *weight; /* residual NULL without one */
+    char *out, *residual_out;          /* residual_out NULL when not written */
+    int32_t x_dtype, residual_dtype, weight_dtype, out_dtype, residual_out_dtype;
+    int vector;
+    uint32_t cols, cols_out;
+} norm_row_view;
+
+template <int DT>
+static __device__ __forceinline__ norm_row_view norm_view(const norm_gpu_args &a, int64_t row)
+{
+    norm_row_view v;
+    v.x_dtype = norm_dtype<DT>(a.x_dtype);
+    v.residual_dtype = norm_dtype<DT>(a.residual_dtype);
+    v.weight_dtype = norm_dtype<DT>(a.weight_dtype);
+    v.out_dtype = norm_dtype<DT>(a.out_dtype);
+    v.residual_out_dtype = norm_dtype<DT>(a.residual_out_dtype);
+    v.vector = DT != NORM_ANY_DTYPE || a.vector;
+    v.x = norm_row(a.x, row, a.x_stride, v.x_dtype);
+    v.residual = a.residual ? norm_row(a.residual, row, a.residual_stride, v.residual_dtype) : NULL;
+    v.weight = (const char *)a.weight;
+    v.out = (char *)norm_row(a.out, row, a.out_stride, v.out_dtype);
+    v.residual_out = a.residual_out
+                         ? (char *)norm_row(a.residual_out, row, a.residual_out_stride, v.residual_out_dtype)
+                         : NULL;
+    v.cols = a.cols;
+    v.cols_out = a.cols_out;
+    return v;
+}
+
 /* Columns n0 .. n0 + 7 of a row into v (zeros past `cols`). */
 static __device__ __forceinline__ void norm_load8(const char *row, int32_t dtype, uint32_t n0, uint32_t cols,
                                                   int vector, float v[NORM_CHUNK])
 {
+    const char *p = row + norm_offset(dtype, n0);
     if (vector && dtype == SY_DTYPE_BF16) {
-        const uint4 u = *(const uint4 *)(row + 2u * n0);
-        const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            v[2 * i] = sy_bf16_to_f32((uint16_t)(words[i] & 0xFFFFu));
-            v[2 * i + 1] = sy_bf16_to_f32((uint16_t)(words[i] >> 16));
-        }
+        sy_unpack<SY_DTYPE_BF16>(*(const uint4 *)p, v);
     } else if (vector) {
-        const float4 lo = *(const float4 *)(row + 4u * n0), hi = *(const float4 *)(row + 4u * n0 + 16u);
-        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        sy_unpack<SY_DTYPE_F32>(*(const uint4 *)p, v);
+        sy_unpack<SY_DTYPE_F32>(*(const uint4 *)(p + 16), v + 4);
     } else {
 #pragma unroll
         for (int i = 0; i < NORM_CHUNK; i++) {
@@ -86,15 +143,12 @@ static __device__ __forceinline__ void norm_load8(const char *row, int32_t dtype
 static __device__ __forceinline__ void norm_store8(char *row, int32_t dtype, uint32_t n0, uint32_t cols, int vector,
                                                    const float v[NORM_CHUNK])
 {
+    char *p = row + norm_offset(dtype, n0);
     if (vector && dtype == SY_DTYPE_BF16) {
-        uint32_t words[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            words[i] = (uint32_t)sy_f32_to_bf16(v[2 * i]) | (uint32_t)sy_f32_to_bf16(v[2 * i + 1]) << 16;
-        *(uint4 *)(row + 2u * n0) = make_uint4(words[0], words[1], words[2], words[3]);
+        *(uint4 *)p = sy_pack<SY_DTYPE_BF16>(v, 1.0f);
     } else if (vector) {
-        *(float4 *)(row + 4u * n0) = make_float4(v[0], v[1], v[2], v[3]);
-        *(float4 *)(row + 4u * n0 + 16u) = make_float4(v[4], v[5], v[6], v[7]);
+        *(uint4 *)p = sy_pack<SY_DTYPE_F32>(v, 1.0f);
+        *(uint4 *)(p + 16) = sy_pack<SY_DTYPE_F32>(v + 4, 1.0f);
     } else {
 #pragma unroll
         for (int i = 0; i < NORM_CHUNK; i++) {
@@ -109,108 +163,239 @@ static __device__ __forceinline__ void norm_store8(char *row, int32_t dtype, uin
     }
 }
 
-/* s = x (+ residual) for one chunk. */
-static __device__ __forceinline__ void norm_sum_inputs(const norm_gpu_args &a, const char *x, const char *res,
-                                                       uint32_t n0, float s[NORM_CHUNK])
+/* A chunk of one tensor between its load and its use: with the dtype fixed at compile time the raw
+ * 16 or 32 bytes, converted when used; with the dtype read at run time the f32 values. */
+template <int DT>
+struct norm_loaded_chunk {
+    uint4 raw[DT == SY_DTYPE_F32 ? 2 : 1];
+};
+template <>
+struct norm_loaded_chunk<NORM_ANY_DTYPE> {
+    float v[NORM_CHUNK];
+};
+
+/* x and residual of a chunk between their loads and the sum: with the dtype fixed the raw bytes, so
+ * that none of a thread's loads waits for another's data; with the dtypes read at run time, s
+ * itself, added as the loads arrive. */
+template <int DT>
+struct norm_input_chunk {
+    norm_loaded_chunk<DT> x, residual;
+};
+template <>
+struct norm_input_chunk<NORM_ANY_DTYPE> {
+    float s[NORM_CHUNK];
+};
+
+/* The raw pieces of a chunk of a fixed dtype, from p. */
+template <int DT>
+static __device__ __forceinline__ void norm_load_raw(norm_loaded_chunk<DT> &chunk, const char *p)
 {
-    norm_load8(x, a.x_dtype, n0, a.cols, a.vector, s);
-    if (res) {
-        float r[NORM_CHUNK];
-        norm_load8(res, a.residual_dtype, n0, a.cols, a.vector, r);
 #pragma unroll
-        for (int i = 0; i < NORM_CHUNK; i++)
-            s[i] += r[i];
+    for (int k = 0; k < (int)(sizeof chunk.raw / sizeof chunk.raw[0]); k++)
+        chunk.raw[k] = ((const uint4 *)p)[k];
+}
+
+/* A loaded chunk's values as f32. */
+template <int DT>
+static __device__ __forceinline__ void norm_widen(const norm_loaded_chunk<DT> &chunk, float v[NORM_CHUNK])
+{
+    if constexpr (DT == NORM_ANY_DTYPE) {
+#pragma unroll
+        for (int q = 0; q < NORM_CHUNK; q++)
+            v[q] = chunk.v[q];
+    } else {
+        constexpr int per_piece = sy_elems16<DT>;
+#pragma unroll
+        for (int k = 0; k < NORM_CHUNK / per_piece; k++)
+            sy_unpack<DT>(chunk.raw[k], v + k * per_piece);
     }
 }
 
-/* Sum over the thread's group (a.group threads, whole warps, consecutive); every thread of the
- * block must call it. */
-static __device__ __forceinline__ float norm_group_sum(float v, uint32_t group, float *warp_sums)
+/* Loads of the chunk at column n0: x and residual, or the weight. */
+template <int DT>
+static __device__ __forceinline__ void norm_fetch_inputs(norm_input_chunk<DT> &in, const norm_row_view &v, uint32_t n0)
 {
-    const uint32_t warp = threadIdx.x / SY_WARP_SIZE, lane = threadIdx.x % SY_WARP_SIZE;
-    v = sy_warp_sum(v);
-    if (lane == 0)
-        warp_sums[warp] = v;
+    if constexpr (DT == NORM_ANY_DTYPE) {
+        norm_load8(v.x, v.x_dtype, n0, v.cols, v.vector, in.s);
+        if (v.residual) {
+            float r[NORM_CHUNK];
+            norm_load8(v.residual, v.residual_dtype, n0, v.cols, v.vector, r);
+#pragma unroll
+            for (int q = 0; q < NORM_CHUNK; q++)
+                in.s[q] += r[q];
+        }
+    } else {
+        norm_load_raw(in.x, v.x + norm_offset(DT, n0));
+        if (v.residual)
+            norm_load_raw(in.residual, v.residual + norm_offset(DT, n0));
+    }
+}
+
+template <int DT>
+static __device__ __forceinline__ void norm_fetch_weight(norm_loaded_chunk<DT> &w, const norm_row_view &v, uint32_t n0)
+{
+    if constexpr (DT == NORM_ANY_DTYPE)
+        norm_load8(v.weight, v.weight_dtype, n0, v.cols, v.vector, w.v);
+    else
+        norm_load_raw(w, v.weight + norm_offset(DT, n0));
+}
+
+/* s = x (+ residual) of a fetched chunk. */
+template <int DT>
+static __device__ __forceinline__ void norm_inputs_sum(const norm_input_chunk<DT> &in, const norm_row_view &v,
+                                                       float s[NORM_CHUNK])
+{
+    if constexpr (DT == NORM_ANY_DTYPE) {
+#pragma unroll
+        for (int q = 0; q < NORM_CHUNK; q++)
+            s[q] = in.s[q];
+    } else {
+        norm_widen(in.x, s);
+        if (v.residual) {
+            float r[NORM_CHUNK];
+            norm_widen(in.residual, r);
+#pragma unroll
+            for (int q = 0; q < NORM_CHUNK; q++)
+                s[q] += r[q];
+        }
+    }
+}
+
+/* out of the chunk at column n0, whose s and w are known; columns past N within it get zeros. */
+static __device__ __forceinline__ void norm_store_out(const norm_row_view &v, uint32_t n0, const float s[NORM_CHUNK],
+                                                      const float w[NORM_CHUNK], float r)
+{
+    float y[NORM_CHUNK];
+#pragma unroll
+    for (int q = 0; q < NORM_CHUNK; q++)
+        y[q] = v.vector || n0 + (uint32_t)q < v.cols ? s[q] * r * w[q] : 0.0f;
+    norm_store8(v.out, v.out_dtype, n0, v.cols_out, v.vector, y);
+}
+
+/* A chunk of out's zero padding, past the real columns (a partial last chunk gets its zeros from
+ * norm_store_out). */
+static __device__ __forceinline__ void norm_store_zeros(const norm_row_view &v, uint32_t n0)
+{
+    const float zeros[NORM_CHUNK] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    norm_store8(v.out, v.out_dtype, n0, v.cols_out, v.vector, zeros);
+}
+
+static __device__ __forceinline__ void norm_store_residual(const norm_row_view &v, uint32_t n0,
+                                                           const float s[NORM_CHUNK])
+{
+    if (v.residual_out)
+        norm_store8(v.residual_out, v.residual_out_dtype, n0, v.cols, v.vector, s);
+}
+
+/* Sum over the thread's group (`group` threads, whole warps, consecutive, the first being
+ * threadIdx.x - lane); every thread of the block must call it. */
+static __device__ __forceinline__ float norm_group_sum(float value, uint32_t lane, uint32_t group, float *warp_sums)
+{
+    value = sy_warp_sum(value);
+    if (threadIdx.x % SY_WARP_SIZE == 0)
+        warp_sums[threadIdx.x / SY_WARP_SIZE] = value;
     __syncthreads();
-    const uint32_t warps = group / SY_WARP_SIZE, first = threadIdx.x / group * warps;
+    const uint32_t first = (threadIdx.x - lane) / SY_WARP_SIZE, warps = group / SY_WARP_SIZE;
     float total = 0.0f;
     for (uint32_t i = 0; i < warps; i++)
         total += warp_sums[first + i];
     return total;
 }
 
-/* out (and residual_out) of one chunk whose s is known; columns past N within it get zeros. */
-static __device__ __forceinline__ void norm_emit_chunk(const norm_gpu_args &a, uint32_t n0, const float s[NORM_CHUNK],
-                                                       float r, char *out, char *res_out)
-{
-    float w[NORM_CHUNK], y[NORM_CHUNK];
-    norm_load8((const char *)a.weight, a.weight_dtype, n0, a.cols, a.vector, w);
-#pragma unroll
-    for (int q = 0; q < NORM_CHUNK; q++)
-        y[q] = n0 + (uint32_t)q < a.cols ? s[q] * r * w[q] : 0.0f;
-    norm_store8(out, a.out_dtype, n0, a.cols_out, a.vector, y);
-    if (res_out)
-        norm_store8(res_out, a.residual_out_dtype, n0, a.cols, a.vector, s);
-}
-
-template <int CACHED_CHUNKS>
+template <int CACHED_CHUNKS, int DT>
 static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gpu_args a)
 {
     __shared__ float warp_sums[SY_MAX_WARPS_PER_BLOCK];
-    const uint32_t lane = threadIdx.x % a.group;
-    const int64_t m = (int64_t)blockIdx.x * (blockDim.x / a.group) + threadIdx.x / a.group;
-    /* Threads past the last row still take part in the barrier of the sum. */
+    const uint32_t group = a.group;
+    /* The block's row this thread works on; no division when a block is one row. */
+    const uint32_t slot = a.rows_per_block > 1 ? threadIdx.x / group : 0u;
+    const uint32_t lane = threadIdx.x - slot * group;
+    const int64_t m = (int64_t)blockIdx.x * a.rows_per_block + slot;
+    /* Threads past the last row load and store nothing but take part in the barrier of the sum. */
     const bool live = m < a.rows;
-    const int64_t row = live ? m : 0;
-    const char *x = norm_row(a.x, row, a.x_stride, a.x_dtype);
-    const char *res = a.residual ? norm_row(a.residual, row, a.residual_stride, a.residual_dtype) : NULL;
+    const norm_row_view v = norm_view<DT>(a, live ? m : 0);
     const uint32_t chunks = (a.cols + NORM_CHUNK - 1) / NORM_CHUNK;
     const uint32_t chunks_out = (a.cols_out + NORM_CHUNK - 1) / NORM_CHUNK;
 
+    /* Every load of the cached chunks first, so that they are in flight together; the weight's
+     * too, so that its latency (an L1 or L2 hit) hides behind theirs instead of following the sum. */
+    bool real[CACHED_CHUNKS]; /* the chunk holds columns < N of a live row */
+    /* Zeroed: only real chunks are loaded and read, but the compilers cannot tell. */
+    norm_input_chunk<DT> in[CACHED_CHUNKS] = {};
+    norm_loaded_chunk<DT> w_in[CACHED_CHUNKS] = {};
+#pragma unroll
+    for (int i = 0; i < CACHED_CHUNKS; i++) {
+        const uint32_t c = lane + (uint32_t)i * group;
+        real[i] = live && c < chunks;
+        if (real[i]) {
+            norm_fetch_inputs(in[i], v, c * NORM_CHUNK);
+            norm_fetch_weight(w_in[i], v, c * NORM_CHUNK);
+        }
+    }
+    /* s of the cached chunks and the sum of its squares; residual_out needs no sum, so its stores
+     * leave now, while the group reduces. */
     float cache[CACHED_CHUNKS][NORM_CHUNK];
     float squares = 0.0f;
 #pragma unroll
     for (int i = 0; i < CACHED_CHUNKS; i++) {
-        const uint32_t c = lane + (uint32_t)i * a.group;
-        if (live && c < chunks) {
-            norm_sum_inputs(a, x, res, c * NORM_CHUNK, cache[i]);
+        if (real[i]) {
+            norm_inputs_sum(in[i], v, cache[i]);
 #pragma unroll
             for (int q = 0; q < NORM_CHUNK; q++)
                 squares += cache[i][q] * cache[i][q];
+            norm_store_residual(v, (lane + (uint32_t)i * group) * NORM_CHUNK, cache[i]);
         }
     }
-    for (uint32_t c = lane + CACHED_CHUNKS * a.group; live && c < chunks; c += a.group) {
-        float s[NORM_CHUNK];
-        norm_sum_inputs(a, x, res, c * NORM_CHUNK, s);
+    /* Rows wider than the cache (only the widest instantiation has them): the rest of the row's
+     * chunks, summed now and read again for the output. Their residual_out waits for that second
+     * read, which it may overwrite. */
+    const uint32_t first_uncached = lane + CACHED_CHUNKS * group;
+    if (CACHED_CHUNKS == NORM_MAX_CACHE) {
+        for (uint32_t c = first_uncached; live && c < chunks; c += group) {
+            norm_input_chunk<DT> rest = {};
+            float s[NORM_CHUNK];
+            norm_fetch_inputs(rest, v, c * NORM_CHUNK);
+            norm_inputs_sum(rest, v, s);
 #pragma unroll
-        for (int q = 0; q < NORM_CHUNK; q++)
-            squares += s[q] * s[q];
+            for (int q = 0; q < NORM_CHUNK; q++)
+                squares += s[q] * s[q];
+        }
     }
-    const float total = norm_group_sum(squares, a.group, warp_sums);
+    const float total = norm_group_sum(squares, lane, group, warp_sums);
     if (!live)
         return;
     const float r = 1.0f / sqrtf(total / (float)a.cols + a.eps);
 
-    char *out = (char *)norm_row(a.out, m, a.out_stride, a.out_dtype);
-    char *res_out = a.residual_out ? (char *)norm_row(a.residual_out, m, a.residual_out_stride, a.residual_out_dtype)
-                                   : NULL;
-    /* Output chunks: cached ones first (compile-time indices keep the cache in registers), then
-     * the rest of the row, then the zero padding. */
+    /* out of the cached chunks (compile-time indices keep them in registers), or the zero padding
+     * where a chunk lies past the real columns. */
 #pragma unroll
     for (int i = 0; i < CACHED_CHUNKS; i++) {
-        const uint32_t c = lane + (uint32_t)i * a.group;
-        if (c < chunks)
-            norm_emit_chunk(a, c * NORM_CHUNK, cache[i], r, out, res_out);
+        const uint32_t c = lane + (uint32_t)i * group;
+        if (real[i]) {
+            float w[NORM_CHUNK];
+            norm_widen(w_in[i], w);
+            norm_store_out(v, c * NORM_CHUNK, cache[i], w, r);
+        } else if (c < chunks_out) {
+            norm_store_zeros(v, c * NORM_CHUNK);
+        }
     }
-    for (uint32_t c = lane + CACHED_CHUNKS * a.group; c < chunks; c += a.group) {
-        float s[NORM_CHUNK];
-        norm_sum_inputs(a, x, res, c * NORM_CHUNK, s);
-        norm_emit_chunk(a, c * NORM_CHUNK, s, r, out, res_out);
+    if (CACHED_CHUNKS == NORM_MAX_CACHE) {
+        for (uint32_t c = first_uncached; c < chunks_out; c += group) {
+            if (c >= chunks) {
+                norm_store_zeros(v, c * NORM_CHUNK);
+                continue;
+            }
+            norm_input_chunk<DT> rest = {};
+            norm_loaded_chunk<DT> w_rest = {};
+            float s[NORM_CHUNK], w[NORM_CHUNK];
+            norm_fetch_inputs(rest, v, c * NORM_CHUNK);
+            norm_fetch_weight(w_rest, v, c * NORM_CHUNK);
+            norm_inputs_sum(rest, v, s);
+            norm_widen(w_rest, w);
+            norm_store_out(v, c * NORM_CHUNK, s, w, r);
+            norm_store_residual(v, c * NORM_CHUNK, s);
+        }
     }
-    /* Chunks past the real columns (a partial last chunk was finished above with zeros). */
-    const float zeros[NORM_CHUNK] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (uint32_t c = chunks + lane; c < chunks_out; c += a.group)
-        norm_store8(out, a.out_dtype, c * NORM_CHUNK, a.cols_out, a.vector, zeros);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -270,6 +455,31 @@ static int norm_rows_aligned(const sy_tensor *t, int64_t stride)
     return ((uintptr_t)t->data % 16u) == 0 && (stride * (int64_t)sy_dtype_size(t->dtype)) % 16 == 0;
 }
 
+/* The dtype every tensor of the call has (absent residuals aside), or NORM_ANY_DTYPE. */
+static int32_t norm_common_dtype(const sy_norm_args *in)
+{
+    const int32_t dtype = in->x.dtype;
+    const sy_tensor *others[] = {&in->weight, &in->out, &in->residual, &in->residual_out};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (others[i]->data && others[i]->dtype != dtype)
+            return NORM_ANY_DTYPE;
+    return dtype;
+}
+
+/* The kernel for a number of cached chunks (1 .. NORM_MAX_CACHE) and a dtype parameter. */
+template <int DT>
+static void norm_launch(const norm_gpu_args &a, uint32_t cached, dim3 grid, dim3 block, gpuStream_t stream)
+{
+    if (cached <= 1)
+        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<1, DT>)(a);
+    else if (cached == 2)
+        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<2, DT>)(a);
+    else if (cached == 3)
+        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<3, DT>)(a);
+    else
+        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<NORM_MAX_CACHE, DT>)(a);
+}
+
 extern "C" sy_status sy_norm_rmsnorm_gpu(void *ctx, sy_stream stream, const sy_norm_args *in, sy_error *err)
 {
     (void)ctx;
@@ -305,34 +515,32 @@ extern "C" sy_status sy_norm_rmsnorm_gpu(void *ctx, sy_stream stream, const sy_n
                norm_rows_aligned(&in->out, a.out_stride) &&
                norm_rows_aligned(&in->residual_out, a.residual_out_stride);
 
-    /* Threads per row: the smallest power of two that leaves at most 3 chunks to a thread; with
-     * few rows (a decode step's), at most one, since there the latency of a thread's chunks is the
-     * time of the call. */
-    const int64_t chunks = (N + NORM_CHUNK - 1) / NORM_CHUNK, chunks_a_thread = M >= NORM_PACK_ROWS ? 3 : 1;
-    uint32_t group = NORM_MIN_GROUP;
-    while (group < NORM_MAX_GROUP && (int64_t)group * chunks_a_thread < chunks)
-        group *= 2;
-    a.group = group;
-    const uint32_t rows_per_block = M >= NORM_PACK_ROWS && group < NORM_BLOCK ? NORM_BLOCK / group : 1;
-    const int64_t blocks = (M + rows_per_block - 1) / rows_per_block;
+    /* Threads per row: the output row's chunks over the chunks a thread should take, rounded up to
+     * whole groups of NORM_GROUP_STEP, at most NORM_MAX_GROUP (wider rows loop). */
+    const int64_t chunks_out = (nout + NORM_CHUNK - 1) / NORM_CHUNK;
+    const int64_t chunks_a_thread = M >= NORM_PACK_ROWS ? NORM_PACKED_CHUNKS : 1;
+    int64_t group = (chunks_out + chunks_a_thread - 1) / chunks_a_thread;
+    group = (group + NORM_GROUP_STEP - 1) / NORM_GROUP_STEP * NORM_GROUP_STEP;
+    if (group > NORM_MAX_GROUP)
+        group = NORM_MAX_GROUP;
+    a.group = (uint32_t)group;
+    a.rows_per_block = M >= NORM_PACK_ROWS && group < NORM_BLOCK ? NORM_BLOCK / (uint32_t)group : 1;
+    const int64_t blocks = (M + a.rows_per_block - 1) / a.rows_per_block;
     if (blocks > 0x7FFFFFFF)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "norm rmsnorm: %lld rows exceed one launch", (long long)M);
-    const int64_t per_thread = (chunks + group - 1) / group;
-    const dim3 grid((unsigned)blocks), block(group * rows_per_block);
+    const int64_t per_thread = (chunks_out + group - 1) / group;
+    const uint32_t cached = (uint32_t)(per_thread < NORM_MAX_CACHE ? per_thread : (int64_t)NORM_MAX_CACHE);
+    const dim3 grid((unsigned)blocks), block(a.group * a.rows_per_block);
     const gpuStream_t s = sy_gpu_stream(stream);
-    if (per_thread <= 1)
-        norm_gpu_kernel<1><<<grid, block, 0, s>>>(a);
-    else if (per_thread == 2)
-        norm_gpu_kernel<2><<<grid, block, 0, s>>>(a);
-    else if (per_thread == 3)
-        norm_gpu_kernel<3><<<grid, block, 0, s>>>(a);
+    const int32_t dtype = a.vector ? norm_common_dtype(in) : NORM_ANY_DTYPE;
+    if (dtype == SY_DTYPE_BF16)
+        norm_launch<SY_DTYPE_BF16>(a, cached, grid, block, s);
+    else if (dtype == SY_DTYPE_F32)
+        norm_launch<SY_DTYPE_F32>(a, cached, grid, block, s);
     else
-        norm_gpu_kernel<NORM_MAX_CACHE><<<grid, block, 0, s>>>(a);
+        norm_launch<NORM_ANY_DTYPE>(a, cached, grid, block, s);
     SY_GPU_CHECK_LAUNCH(err, "norm_gpu_kernel");
     return SY_OK;
 }
 
-/* Host pass only: hipcc would otherwise emit this external const table into the device code. */
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-extern "C" const sy_norm_ops sy_norm_rmsnorm_gpu_ops = {sizeof(sy_norm_ops), 0, sy_norm_rmsnorm_gpu};
-#endif
+SY_GPU_HOST_TABLE(extern "C" const sy_norm_ops sy_norm_rmsnorm_gpu_ops = {sizeof(sy_norm_ops), 0, sy_norm_rmsnorm_gpu});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every measurement behind docs/performance.md's results table, in one go on a machine with the GPU:
+# the kernel bench, the PyTorch peers, the gpt-oss-120b decode step (nhd, vectorized_5d, nhd with
+# fuse_pad on), and the correctness checks of the kernels they time (check_kv_attn,
+# check_moe_norm_linear). Outputs are named as bench/results/ names them, for the date of the run:
+#   bench/h200_results.sh BUILD_DIR OUT_DIR [GPU_TAG]     (GPU_TAG defaults to h200)
+# Then, on any machine:
+#   bench/perf_table.py --kernels OUT/kernels-cuda-TAG-DATE.json --peers OUT/torch_peers-TAG-DATE.json \
+#     --step OUT/run-...-nhd-... --step OUT/run-...-vectorized_5d-... --step OUT/run-...-nhd-fuse_pad-...
+# A failing step is reported and the script goes on; the exit status is non-zero if any step failed.
+set -uo pipefail
+build=${1:?usage: h200_results.sh BUILD_DIR OUT_DIR [GPU_TAG]}
+out=${2:?usage: h200_results.sh BUILD_DIR OUT_DIR [GPU_TAG]}
+tag=${3:-h200}
+day=$(date +%F)
+here=$(cd "$(dirname "$0")" && pwd)
+sy="$build/bin/switchyard"
+mkdir -p "$out"
+. "$(dirname "$0")/step.sh"
+step "kernels-cuda-$tag-$day" "$sy" bench --backend cuda --json "$out/kernels-cuda-$tag-$day.json"
+step "torch_peers-$tag-$day" python3 "$here/peers/torch_peers.py" --output "$out/torch_peers-$tag-$day.json"
+step_config="$here/../configs/gpt-oss-120b-decode-b128-ctx8192.yaml"
+for variant in nhd vectorized_5d nhd-fuse_pad; do
+  layout=${variant%-fuse_pad}
+  fuse=off
+  [ "$variant" = "$layout" ] || fuse=on
+  name="run-gpt-oss-120b-decode-b128-ctx8192-$variant-cuda-$tag-$day"
+  step "$name" "$sy" run "$step_config" --set backend=cuda --set kv_cache.layout="$layout" \
+    --set norm.fuse_pad="$fuse" --json "$out/$name.json"
+done
+step "check_kv_attn-$tag-$day" "$build/tests/check_kv_attn_cuda"
+step "check_moe_norm_linear-$tag-$day" "$build/tests/check_moe_norm_linear_cuda"
+exit $failed
