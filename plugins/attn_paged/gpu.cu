@@ -21,9 +21,6 @@ extern "C" {
 
 enum {
     SPLIT_BLOCKS_PER_SM = 8, /* resident decode blocks a multiprocessor is meant to have */
-    /* The warp-streaming kernel: a warp an item, 2 blocks of 4 warps (96 KB of stages each) a
-     * multiprocessor. */
-    WARP_SLOTS_PER_SM = 8,
     SPLIT_MIN_KEYS = 256,    /* fewer keys per split than this cost more in the combine than they save */
     /* A warp that streams fewer keys than this spends most of its time filling its ring. */
     WARP_SPLIT_MIN_KEYS = 512,
@@ -71,6 +68,12 @@ extern "C" sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **out,
         return sy_op_fail(err, SY_E_NOMEM, "%s: out of host memory for the context", op);
     ctx->host = host;
     ctx->multiprocessors = info.multiprocessors ? info.multiprocessors : 1;
+#if SY_ATTN_DECODE_WARP_KERNEL
+    if ((st = sy_attn_gpu_decode_warp_opt_in(err)) != SY_OK) {
+        free(ctx);
+        return st;
+    }
+#endif
     if ((st = reserve_partials(ctx, (size_t)INIT_PARTIAL_FLOATS * sizeof(float), err)) != SY_OK) {
         free(ctx);
         return st;
@@ -155,14 +158,15 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
 }
 
 /* The warp-streaming kernel: the split count s that minimizes the time of the longest item,
- * waves(items x s) / s in units of a whole context, with the device's warp slots as a wave; the
- * fewest splits among near ties (5%), since each split costs a partial and its combine. */
+ * waves(items x s) / s in units of a whole context, with the device's warp slots (slots_per_sm a
+ * multiprocessor) as a wave; the fewest splits among near ties (5%), since each split costs a
+ * partial and its combine. */
 [[maybe_unused]] static uint32_t choose_warp_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decode_args *a,
-                                                    uint64_t items)
+                                                    uint64_t items, uint32_t slots_per_sm)
 {
     if (a->num_splits > 0)
         return (uint32_t)a->num_splits;
-    const uint64_t slots = (uint64_t)ctx->multiprocessors * WARP_SLOTS_PER_SM, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
+    const uint64_t slots = (uint64_t)ctx->multiprocessors * slots_per_sm, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
     uint64_t best = 1;
     double best_cost = 0.0;
     for (uint64_t s = 1; s <= most; s++) {
@@ -230,13 +234,15 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     p.head_chunks = chunks;
     p.row_aligned = g->layout == SY_LAYOUT_VECTORIZED_5D || (D * sy_dtype_size(g->store_dtype)) % 16 == 0;
     p.tiles_in_page = g->page_size % SY_ATTN_DECODE_TILE == 0;
+    const uint64_t rows = (uint64_t)B * H * chunks;
 #if SY_ATTN_DECODE_WARP_KERNEL
     const bool warp_kernel = sy_attn_gpu_decode_warp_takes(p, g->store_dtype);
+    const uint32_t splits =
+        warp_kernel ? choose_warp_splits(ctx, a, rows, sy_attn_gpu_decode_warp_slots_per_sm(g->store_dtype, D))
+                    : choose_splits(ctx, a, rows);
 #else
-    const bool warp_kernel = false;
+    const uint32_t splits = choose_splits(ctx, a, rows);
 #endif
-    const uint64_t rows = (uint64_t)B * H * chunks;
-    const uint32_t splits = warp_kernel ? choose_warp_splits(ctx, a, rows) : choose_splits(ctx, a, rows);
     p.num_splits = splits;
     if (splits > 1) {
         const size_t parts = (size_t)B * a->q.shape[1] * splits;
@@ -253,7 +259,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
         if (warp_blocks > 0x7FFFFFFF)
             return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %llu blocks of decode items exceed the grid", op,
                               (unsigned long long)warp_blocks);
-        if ((st = sy_attn_gpu_decode_warp_launch(p, g->store_dtype, dim3((unsigned)warp_blocks), s, err)) != SY_OK)
+        if ((st = sy_attn_gpu_decode_warp_launch(p, g->store_dtype, dim3((unsigned)warp_blocks), s)) != SY_OK)
             return st;
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_warp_kernel");
     } else

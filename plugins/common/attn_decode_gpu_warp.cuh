@@ -59,28 +59,25 @@
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
 
-#ifndef SY_ATTN_WARP_STAGES
-#define SY_ATTN_WARP_STAGES 3
-#endif
-#ifndef SY_ATTN_WARP_TENSOR_BYTES
-#define SY_ATTN_WARP_TENSOR_BYTES 4096
-#endif
-#ifndef SY_ATTN_WARP_MIN_BLOCKS
-#define SY_ATTN_WARP_MIN_BLOCKS 1
-#endif
 enum { SY_ATTN_DECODE_WARPS = 4 /* warps (items) a block */ };
 
 template <int LAYOUT, int KV, int D, bool QPLANES>
 struct sy_attn_warp_shape {
     static constexpr int WARPS = SY_ATTN_DECODE_WARPS, THREADS = 32 * WARPS, DIMS = D;
     static constexpr int Q_PLANES = QPLANES ? 2 : 1; /* an f32 q as bf16 high and low planes */
-    static constexpr int STAGES = SY_ATTN_WARP_STAGES;
     static constexpr int ES = sy_elem_size<KV>;
     static constexpr bool FP8 = KV == SY_DTYPE_FP8_E4M3;
     static constexpr bool V5D = LAYOUT == SY_LAYOUT_VECTORIZED_5D;
     static constexpr int VEC = 16 / ES;               /* elements of a 16-byte unit (X of vectorized_5d) */
-    /* keys a stage: SY_ATTN_WARP_TENSOR_BYTES of K and of V, 16 to 64 keys */
-    static constexpr int TILE_BY_BYTES = SY_ATTN_WARP_TENSOR_BYTES / (D * ES);
+    /* Measured on the H200 at 128 x 8192 (docs/performance.md): bf16 runs at the DRAM ceiling
+     * with stages of 4 KB of K and of V and 2 blocks an SM; fp8 has twice the keys a byte, so
+     * twice the instructions, and needs more warps in flight: stages of 2 KB, 4 blocks an SM (at
+     * most 128 registers), 287 us against 360 us with the bf16 shape. Head dim 128 keeps 2 blocks
+     * (its accumulators spill under 128 registers). */
+    static constexpr int STAGES = 3;
+    static constexpr int BLOCKS_PER_SM = FP8 && D == 64 ? 4 : 2;
+    static constexpr int TENSOR_BYTES = FP8 ? 2048 : 4096;
+    static constexpr int TILE_BY_BYTES = TENSOR_BYTES / (D * ES); /* keys a stage, 16 to 64 */
     static constexpr int TILE = TILE_BY_BYTES < 16 ? 16 : TILE_BY_BYTES > SY_ATTN_DECODE_TILE ? SY_ATTN_DECODE_TILE : TILE_BY_BYTES;
     static constexpr int ROW_UNITS = D / VEC;         /* units of a [key][dim] row */
     static constexpr int VT_ROW_UNITS = TILE / VEC;   /* units of a vectorized_5d [dim][key] row */
@@ -239,7 +236,9 @@ SY_DEV void sy_attn_warp_qk_step(float (&s)[4], const uint32_t (&q)[S::Q_PLANES]
 }
 
 template <int LAYOUT, int KV, int D, bool QPLANES>
-static __global__ __launch_bounds__(32 * SY_ATTN_DECODE_WARPS, SY_ATTN_WARP_MIN_BLOCKS) void sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
+static __global__ __launch_bounds__(32 * SY_ATTN_DECODE_WARPS,
+                                    (sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>::BLOCKS_PER_SM)) void
+sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 {
     using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
     using W = sy_attn_warp_decode<S>;
@@ -473,13 +472,14 @@ static inline bool sy_attn_gpu_decode_warp_takes(const sy_attn_gpu_decode &p, in
            (p.dims.head_dim == 64 || p.dims.head_dim == 128);
 }
 
+/* Past 48 KB of shared memory a kernel must opt in, once per device: the plugin's init does it for
+ * every instantiation (sy_attn_gpu_decode_warp_opt_in), so that a launch costs the host nothing
+ * more than the launch (a call of 20 us is otherwise bounded by the host's enqueue rate). */
 template <int LAYOUT, int KV, int D, bool QPLANES>
-static sy_status sy_attn_gpu_decode_warp_launch_as(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream,
-                                                   sy_error *err)
+static sy_status sy_attn_gpu_decode_warp_opt_in_as(sy_error *err)
 {
-    using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
 #if defined(SY_VENDOR_CUDA)
-    /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
+    using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
     SY_GPU_CHECKF(err,
                   cudaFuncSetAttribute(sy_attn_gpu_decode_warp_kernel<LAYOUT, KV, D, QPLANES>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES),
@@ -487,32 +487,71 @@ static sy_status sy_attn_gpu_decode_warp_launch_as(const sy_attn_gpu_decode &p, 
 #else
     (void)err;
 #endif
+    return SY_OK;
+}
+
+template <int LAYOUT, int KV>
+static sy_status sy_attn_gpu_decode_warp_opt_in_kv(sy_error *err)
+{
+    sy_status st;
+    if ((st = sy_attn_gpu_decode_warp_opt_in_as<LAYOUT, KV, 64, false>(err)) != SY_OK ||
+        (st = sy_attn_gpu_decode_warp_opt_in_as<LAYOUT, KV, 64, true>(err)) != SY_OK ||
+        (st = sy_attn_gpu_decode_warp_opt_in_as<LAYOUT, KV, 128, false>(err)) != SY_OK)
+        return st;
+    return sy_attn_gpu_decode_warp_opt_in_as<LAYOUT, KV, 128, true>(err);
+}
+
+static inline sy_status sy_attn_gpu_decode_warp_opt_in(sy_error *err)
+{
+    sy_status st;
+    if ((st = sy_attn_gpu_decode_warp_opt_in_kv<SY_LAYOUT_NHD, SY_DTYPE_BF16>(err)) != SY_OK ||
+        (st = sy_attn_gpu_decode_warp_opt_in_kv<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3>(err)) != SY_OK ||
+        (st = sy_attn_gpu_decode_warp_opt_in_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_BF16>(err)) != SY_OK)
+        return st;
+    return sy_attn_gpu_decode_warp_opt_in_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_FP8_E4M3>(err);
+}
+
+template <int LAYOUT, int KV, int D, bool QPLANES>
+static sy_status sy_attn_gpu_decode_warp_launch_as(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream)
+{
+    using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
     SY_GPU_LAUNCH(grid, S::THREADS, S::SMEM_BYTES, stream, sy_attn_gpu_decode_warp_kernel<LAYOUT, KV, D, QPLANES>)(p);
     return SY_OK;
 }
 
 template <int LAYOUT, int KV>
-static sy_status sy_attn_gpu_decode_warp_launch_kv(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream,
-                                                   sy_error *err)
+static sy_status sy_attn_gpu_decode_warp_launch_kv(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream)
 {
     const bool planes = p.c.io_dtype == SY_DTYPE_F32;
     if (p.dims.head_dim == 64)
-        return planes ? sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 64, true>(p, grid, stream, err)
-                      : sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 64, false>(p, grid, stream, err);
-    return planes ? sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 128, true>(p, grid, stream, err)
-                  : sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 128, false>(p, grid, stream, err);
+        return planes ? sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 64, true>(p, grid, stream)
+                      : sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 64, false>(p, grid, stream);
+    return planes ? sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 128, true>(p, grid, stream)
+                  : sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 128, false>(p, grid, stream);
+}
+
+/* Warps of the kernel for (kv dtype, head dim) a multiprocessor holds at once (the split choice's
+ * wave). */
+static inline uint32_t sy_attn_gpu_decode_warp_slots_per_sm(int32_t kv_dtype, uint32_t head_dim)
+{
+    const bool fp8 = kv_dtype == SY_DTYPE_FP8_E4M3;
+    const int blocks = head_dim == 64 ? (fp8 ? sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3, 64, false>::BLOCKS_PER_SM
+                                             : sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_BF16, 64, false>::BLOCKS_PER_SM)
+                                      : (fp8 ? sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3, 128, false>::BLOCKS_PER_SM
+                                             : sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_BF16, 128, false>::BLOCKS_PER_SM);
+    return (uint32_t)blocks * SY_ATTN_DECODE_WARPS;
 }
 
 /* grid: ceil(items / 4) blocks, items = B x Hkv x head chunks of 8 x splits. */
 static inline sy_status sy_attn_gpu_decode_warp_launch(const sy_attn_gpu_decode &p, int32_t kv_dtype, dim3 grid,
-                                                       gpuStream_t stream, sy_error *err)
+                                                       gpuStream_t stream)
 {
     if (p.dims.layout == SY_LAYOUT_VECTORIZED_5D)
         return kv_dtype == SY_DTYPE_BF16
-                   ? sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_BF16>(p, grid, stream, err)
-                   : sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_FP8_E4M3>(p, grid, stream, err);
-    return kv_dtype == SY_DTYPE_BF16 ? sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_NHD, SY_DTYPE_BF16>(p, grid, stream, err)
-                                     : sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3>(p, grid, stream, err);
+                   ? sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_BF16>(p, grid, stream)
+                   : sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_VECTORIZED_5D, SY_DTYPE_FP8_E4M3>(p, grid, stream);
+    return kv_dtype == SY_DTYPE_BF16 ? sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_NHD, SY_DTYPE_BF16>(p, grid, stream)
+                                     : sy_attn_gpu_decode_warp_launch_kv<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3>(p, grid, stream);
 }
 
 #endif
