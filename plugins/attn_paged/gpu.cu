@@ -24,6 +24,11 @@ enum {
     SPLIT_MIN_KEYS = 256,    /* fewer keys per split than this cost more in the combine than they save */
     /* A warp that streams fewer keys than this spends most of its time filling its ring. */
     WARP_SPLIT_MIN_KEYS = 512,
+    /* The warp-streaming kernel's wave for the split choice: the warps of 2 blocks an SM, which
+     * keep the memory busy once they all stream (128 x 8192 at the DRAM ceiling). The fp8 shape
+     * holds 4 blocks an SM, but filling them with splits was slower (413 against 287 us at
+     * 128 x 8192: the partials and the combine cost more than the extra warps bring). */
+    WARP_SLOTS_PER_SM = 8,
     /* Reserved at init: 128 sequences x 64 q heads x 4 splits of head dim 64. */
     INIT_PARTIAL_FLOATS = 128 * 64 * 4 * (64 + 2)
 };
@@ -158,15 +163,15 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
 }
 
 /* The warp-streaming kernel: the split count s that minimizes the time of the longest item,
- * waves(items x s) / s in units of a whole context, with the device's warp slots (slots_per_sm a
- * multiprocessor) as a wave; the fewest splits among near ties (5%), since each split costs a
- * partial and its combine. */
+ * waves(items x s) / s in units of a whole context, with WARP_SLOTS_PER_SM warps a multiprocessor
+ * as a wave; the fewest splits among near ties (5%), since each split costs a partial and its
+ * combine. */
 [[maybe_unused]] static uint32_t choose_warp_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decode_args *a,
-                                                    uint64_t items, uint32_t slots_per_sm)
+                                                    uint64_t items)
 {
     if (a->num_splits > 0)
         return (uint32_t)a->num_splits;
-    const uint64_t slots = (uint64_t)ctx->multiprocessors * slots_per_sm, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
+    const uint64_t slots = (uint64_t)ctx->multiprocessors * WARP_SLOTS_PER_SM, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
     uint64_t best = 1;
     double best_cost = 0.0;
     for (uint64_t s = 1; s <= most; s++) {
@@ -237,9 +242,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     const uint64_t rows = (uint64_t)B * H * chunks;
 #if SY_ATTN_DECODE_WARP_KERNEL
     const bool warp_kernel = sy_attn_gpu_decode_warp_takes(p, g->store_dtype);
-    const uint32_t splits =
-        warp_kernel ? choose_warp_splits(ctx, a, rows, sy_attn_gpu_decode_warp_slots_per_sm(g->store_dtype, D))
-                    : choose_splits(ctx, a, rows);
+    const uint32_t splits = warp_kernel ? choose_warp_splits(ctx, a, rows) : choose_splits(ctx, a, rows);
 #else
     const uint32_t splits = choose_splits(ctx, a, rows);
 #endif

@@ -530,18 +530,6 @@ static sy_status sy_attn_gpu_decode_warp_launch_kv(const sy_attn_gpu_decode &p, 
                   : sy_attn_gpu_decode_warp_launch_as<LAYOUT, KV, 128, false>(p, grid, stream);
 }
 
-/* Warps of the kernel for (kv dtype, head dim) a multiprocessor holds at once (the split choice's
- * wave). */
-static inline uint32_t sy_attn_gpu_decode_warp_slots_per_sm(int32_t kv_dtype, uint32_t head_dim)
-{
-    const bool fp8 = kv_dtype == SY_DTYPE_FP8_E4M3;
-    const int blocks = head_dim == 64 ? (fp8 ? sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3, 64, false>::BLOCKS_PER_SM
-                                             : sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_BF16, 64, false>::BLOCKS_PER_SM)
-                                      : (fp8 ? sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_FP8_E4M3, 128, false>::BLOCKS_PER_SM
-                                             : sy_attn_warp_shape<SY_LAYOUT_NHD, SY_DTYPE_BF16, 128, false>::BLOCKS_PER_SM);
-    return (uint32_t)blocks * SY_ATTN_DECODE_WARPS;
-}
-
 /* grid: ceil(items / 4) blocks, items = B x Hkv x head chunks of 8 x splits. */
 static inline sy_status sy_attn_gpu_decode_warp_launch(const sy_attn_gpu_decode &p, int32_t kv_dtype, dim3 grid,
                                                        gpuStream_t stream)
