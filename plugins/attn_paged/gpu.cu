@@ -258,10 +258,11 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     const dim3 grid(splits, H * chunks, (unsigned)B);
 #if SY_ATTN_DECODE_WARP_KERNEL
     if (warp_kernel) {
-        const uint64_t warp_blocks = (rows * splits + SY_ATTN_DECODE_WARPS - 1) / SY_ATTN_DECODE_WARPS;
-        if (warp_blocks > 0x7FFFFFFF)
-            return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %llu blocks of decode items exceed the grid", op,
-                              (unsigned long long)warp_blocks);
+        /* The kernel numbers its items in 32 bits (64-bit divisions were a third of a short call). */
+        const uint64_t items = (uint64_t)rows * splits, warp_blocks = (items + SY_ATTN_DECODE_WARPS - 1) / SY_ATTN_DECODE_WARPS;
+        if (items > 0xFFFFFFFFu)
+            return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %llu decode items (sequences x KV heads x head chunks x splits) exceed 2^32",
+                              op, (unsigned long long)items);
         if ((st = sy_attn_gpu_decode_warp_launch(p, g->store_dtype, dim3((unsigned)warp_blocks), s)) != SY_OK)
             return st;
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_warp_kernel");

@@ -130,20 +130,40 @@ SY_DEV void sy_attn_gpu_softmax_step(float *row, int count, int lane, float *m, 
     }
 }
 
-/* The normalized output element of a row from its (m, l, acc) and optional sink logit (the host's
- * sy_attn_cpu_combine for one part): a row with neither keys nor sink gives 0. */
-SY_DEV float sy_attn_gpu_finish(float m, float l, float acc, const float *sink)
+/* What a row's normalization takes from its (m, l) and optional sink logit (the host's
+ * sy_attn_cpu_combine for one part): each output element is w acc / den, or 0 in a row with neither
+ * keys nor sink. Worked out once a row where a thread holds several of its elements (the
+ * exponentials are most of a short call's epilogue otherwise). */
+typedef struct sy_attn_gpu_norm {
+    float w, den;
+    bool empty;
+} sy_attn_gpu_norm;
+
+SY_DEV sy_attn_gpu_norm sy_attn_gpu_norm_of(float m, float l, const float *sink)
 {
+    sy_attn_gpu_norm n = {0.0f, 1.0f, true};
     float M = l > 0.0f ? m : -INFINITY;
     if (sink && *sink > M)
         M = *sink;
     if (M == -INFINITY)
-        return 0.0f;
-    const float w = l > 0.0f ? expf(m - M) : 0.0f;
-    float den = w * l;
+        return n;
+    n.empty = false;
+    n.w = l > 0.0f ? expf(m - M) : 0.0f;
+    n.den = n.w * l;
     if (sink)
-        den += expf(*sink - M);
-    return w * acc / den;
+        n.den += expf(*sink - M);
+    return n;
+}
+
+SY_DEV float sy_attn_gpu_normalized(const sy_attn_gpu_norm &n, float acc)
+{
+    return n.empty ? 0.0f : n.w * acc / n.den;
+}
+
+/* The normalized output element of a row from its (m, l, acc) and optional sink logit. */
+SY_DEV float sy_attn_gpu_finish(float m, float l, float acc, const float *sink)
+{
+    return sy_attn_gpu_normalized(sy_attn_gpu_norm_of(m, l, sink), acc);
 }
 
 /* N elements of DT at p (aligned to min(16, N * bytes)), as f32. */

@@ -97,9 +97,11 @@ struct sy_attn_decode_shape {
 SY_DEV void sy_attn_gpu_split_range(int64_t start, int64_t len, uint32_t split, uint32_t splits, int64_t *lo,
                                     int64_t *hi)
 {
+    /* Lengths are int32, so the one division by a runtime value can be 32-bit (a 64-bit one is a
+     * long subroutine, and a short window call pays it in every item). */
     const int64_t base = start / SY_ATTN_DECODE_TILE * SY_ATTN_DECODE_TILE;
-    int64_t span = (len - base + splits - 1) / splits;
-    span = (span + SY_ATTN_DECODE_TILE - 1) / SY_ATTN_DECODE_TILE * SY_ATTN_DECODE_TILE;
+    uint32_t span = len > base ? ((uint32_t)(len - base) + splits - 1u) / splits : 0u;
+    span = (span + SY_ATTN_DECODE_TILE - 1u) / SY_ATTN_DECODE_TILE * SY_ATTN_DECODE_TILE;
     const int64_t a = base + (int64_t)split * span, b = a + span;
     *lo = a > start ? a : start;
     *hi = b < len ? b : len;

@@ -40,9 +40,11 @@
  * of byte pairs: a register holds 2 keys x 2 dims, and a byte permute splits it into the dims' key
  * pairs; its PV n-tiles are then the even and odd dims of a 16-dim chunk (out_dim below).
  *
- * Shared memory. A stage is TILE keys of K then of V, 4 KB each, in 16-byte units placed by an XOR
- * swizzle (swizzled_unit) so that the 8 rows of every ldmatrix matrix and the 8 units of a cp.async
- * quarter-warp land in distinct bank groups. Keys outside the split's [lo, hi) are zero-filled by
+ * Shared memory. A stage is TILE keys of K then of V, 4 KB each (2 KB for fp8), in 16-byte units:
+ * nhd as [key][unit] rows placed by an XOR swizzle (swizzled_unit) so that the 8 rows of every
+ * ldmatrix matrix and the 8 units of a cp.async quarter-warp land in distinct bank groups;
+ * vectorized_5d in the pool's own unit order (k_unit, v5d_unit), which keeps every 32-byte sector
+ * whole on its way in. Keys outside the split's [lo, hi) are zero-filled by
  * cp.async, except in vectorized_5d V units that mix valid and invalid keys, which are cleared after
  * they arrive: invalid rows must be zero, not merely weighted by p = 0, since the pool past a
  * sequence's length may hold anything (0 * NaN is NaN).
@@ -80,7 +82,6 @@ struct sy_attn_warp_shape {
     static constexpr int TILE_BY_BYTES = TENSOR_BYTES / (D * ES); /* keys a stage, 16 to 64 */
     static constexpr int TILE = TILE_BY_BYTES < 16 ? 16 : TILE_BY_BYTES > SY_ATTN_DECODE_TILE ? SY_ATTN_DECODE_TILE : TILE_BY_BYTES;
     static constexpr int ROW_UNITS = D / VEC;         /* units of a [key][dim] row */
-    static constexpr int VT_ROW_UNITS = TILE / VEC;   /* units of a vectorized_5d [dim][key] row */
     static constexpr int UNITS = TILE * ROW_UNITS;    /* units of one tensor's tile */
     static constexpr int PER_LANE = UNITS / 32;       /* of them, cp.async'd by each lane */
     static constexpr int TILE_BYTES = UNITS * 16;
@@ -108,6 +109,31 @@ SY_DEV int sy_attn_warp_swizzled_unit(int row, int unit)
         return row * ROW_UNITS + (unit ^ (row & 7));
     else
         return row * ROW_UNITS + (unit ^ ((row / (8 / ROW_UNITS)) & (ROW_UNITS - 1)));
+}
+
+/* The stage unit of K's 16-byte unit `unit` of key `key`. nhd: [key][unit] rows, swizzled.
+ * vectorized_5d: [unit][key], the pool's own order, so that the two 16-byte halves of every 32-byte
+ * sector a warp's cp.async reads land side by side in shared memory: cp.async splits a sector whose
+ * halves go to scattered places into two requests (ncu at 128 x 8192: 118.9 M L2 requests of one
+ * sector each, 1.77x the compulsory sectors, with the [key][unit] rows nhd uses). An ldmatrix
+ * matrix is then 8 keys of one unit; the XOR of key bit 1 by key bit 3 keeps those 8 on distinct
+ * bank groups for the fp8 key order too (keys 4c .. 4c+1 and +2 of each 16, W::key_of) and keeps
+ * sector halves together. */
+template <class S>
+SY_DEV int sy_attn_warp_k_unit(int key, int unit)
+{
+    if constexpr (S::V5D)
+        return unit * S::TILE + (key ^ (((key >> 3) & 1) << 1));
+    else
+        return sy_attn_warp_swizzled_unit<S::ROW_UNITS>(key, unit);
+}
+
+/* The stage unit of vectorized_5d V's unit `key_unit` (VEC keys) of dim `dim`: [key unit][dim], the
+ * pool's order, for the same reason; an ldmatrix matrix is 8 consecutive dims of one key unit. */
+template <class S>
+SY_DEV int sy_attn_warp_v5d_unit(int dim, int key_unit)
+{
+    return key_unit * S::DIMS + dim;
 }
 
 /* The pair as high parts and the parts of the remainders (an f32 operand as two planes). */
@@ -164,10 +190,11 @@ struct sy_attn_warp_decode {
 };
 
 /* A warp's stage: K then V, TILE_BYTES each. Loads tile t0 (inside one page) of the split with
- * cp.async; keys outside [lo, hi) are zero-filled where a unit holds one key. */
-template <class S>
-SY_DEV void sy_attn_warp_load(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
-                              unsigned char *stage, int lane)
+ * cp.async; keys outside [lo, hi) are zero-filled where a unit holds one key. FULL: every key of the
+ * tile is inside (sy_attn_warp_load picks it), so no unit needs the check. */
+template <class S, bool FULL>
+SY_DEV void sy_attn_warp_load_as(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
+                                 unsigned char *stage, int lane)
 {
     const uint32_t P = p.dims.page_size, H = p.dims.kv_heads;
     const uint32_t page = (uint32_t)sp.table[(uint32_t)t0 / P], off = (uint32_t)t0 % P;
@@ -181,22 +208,33 @@ SY_DEV void sy_attn_warp_load(const sy_attn_gpu_decode &p, const sy_attn_gpu_dec
         const int u = lane + 32 * i;
         /* K, and nhd V: key n, unit c of its row. vectorized_5d K runs hold X dims of P keys. */
         const int n = S::V5D ? u % S::TILE : u / S::ROW_UNITS, c = S::V5D ? u / S::TILE : u % S::ROW_UNITS;
-        const bool in = n >= first && n < last;
+        const bool in = FULL || (n >= first && n < last);
         const uint32_t k_elem = S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
                                        : (uint32_t)n * H * S::DIMS + (uint32_t)c * S::VEC;
-        const int dst = sy_attn_warp_swizzled_unit<S::ROW_UNITS>(n, c) * 16;
+        const int dst = sy_attn_warp_k_unit<S>(n, c) * 16;
         sy_cp_async16(k_stage + dst, kc + (uint64_t)k_elem * S::ES, in ? 16 : 0);
         if constexpr (S::V5D) {
-            /* V: group j of X keys of dim d, into row d of the [dim][key] tile. */
+            /* V: group j of X keys of dim d, at its unit of the [key unit][dim] tile. */
             const int j = u / S::DIMS, d = u % S::DIMS;
-            const bool any = j * S::VEC + S::VEC > first && j * S::VEC < last;
+            const bool any = FULL || (j * S::VEC + S::VEC > first && j * S::VEC < last);
             const uint32_t v_elem = (uint32_t)j * S::DIMS * S::VEC + (uint32_t)d * S::VEC;
-            sy_cp_async16(v_stage + sy_attn_warp_swizzled_unit<S::VT_ROW_UNITS>(d, j) * 16,
+            sy_cp_async16(v_stage + sy_attn_warp_v5d_unit<S>(d, j) * 16,
                           vc + (uint64_t)v_elem * S::ES, any ? 16 : 0);
         } else {
             sy_cp_async16(v_stage + dst, vc + (uint64_t)k_elem * S::ES, in ? 16 : 0);
         }
     }
+}
+
+/* Most tiles lie inside their split, and the checks are a good part of a tile's instructions. */
+template <class S>
+SY_DEV void sy_attn_warp_load(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
+                              unsigned char *stage, int lane)
+{
+    if (t0 >= sp.lo && t0 + S::TILE <= sp.hi)
+        sy_attn_warp_load_as<S, true>(p, sp, t0, stage, lane);
+    else
+        sy_attn_warp_load_as<S, false>(p, sp, t0, stage, lane);
 }
 
 /* vectorized_5d V of a tile that starts or ends inside its X-key units: the loaded values of the
@@ -208,7 +246,7 @@ SY_DEV void sy_attn_warp_clear_v(unsigned char *v_stage, int first, int last, in
         const int d = i / S::TILE, n = i % S::TILE;
         if (n >= first && n < last)
             continue;
-        unsigned char *e = v_stage + sy_attn_warp_swizzled_unit<S::VT_ROW_UNITS>(d, n / S::VEC) * 16 + (n % S::VEC) * S::ES;
+        unsigned char *e = v_stage + sy_attn_warp_v5d_unit<S>(d, n / S::VEC) * 16 + (n % S::VEC) * S::ES;
         if constexpr (S::ES == 2)
             *(uint16_t *)e = 0;
         else
@@ -243,18 +281,21 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
     using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
     using W = sy_attn_warp_decode<S>;
     constexpr bool F16 = S::FP8;
+    /* q and out are f32 exactly when q comes as two planes (the launch picks QPLANES so), else bf16:
+     * a constant, so that their per-element loads and stores carry no dtype branch. */
+    constexpr int32_t IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
     SY_GPU_DYNAMIC_SHARED(unsigned char, smem);
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, g = lane / 4, c = lane % 4;
     unsigned char *ring = smem + warp * S::WARP_BYTES;
 
     /* This warp's item: (split, KV head and chunk of 8 of its q heads, sequence), splits fastest. */
     const uint32_t rows_per_seq = p.dims.kv_heads * p.head_chunks;
-    const uint64_t item = (uint64_t)blockIdx.x * S::WARPS + (uint32_t)warp;
-    if (item >= (uint64_t)p.batch * rows_per_seq * p.num_splits)
+    const uint32_t item = blockIdx.x * S::WARPS + (uint32_t)warp; /* under 2^32 (attn_paged/gpu.cu) */
+    if (item >= p.batch * rows_per_seq * p.num_splits)
         return;
-    const sy_attn_gpu_decode_item it =
-        sy_attn_gpu_decode_item_of(p, (uint32_t)(item / p.num_splits / rows_per_seq), (uint32_t)(item % p.num_splits),
-                                   (uint32_t)(item / p.num_splits % rows_per_seq), S::HEADS);
+    const uint32_t seq_row = item / p.num_splits;
+    const sy_attn_gpu_decode_item it = sy_attn_gpu_decode_item_of(p, seq_row / rows_per_seq, item - seq_row * p.num_splits,
+                                                                  seq_row % rows_per_seq, S::HEADS);
     const uint32_t b = it.b, split = it.split, n_heads = it.n_heads, head0 = it.head0;
     const sy_attn_gpu_decode_span sp = it.sp;
     const int64_t first = sp.lo / S::TILE * S::TILE;
@@ -279,7 +320,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const int pos = 8 * (k / 2) + 2 * c + k % 2;
-            x[ks][k] = (uint32_t)g < n_heads ? sy_gpu_load_act(p.c.q, p.c.io_dtype,
+            x[ks][k] = (uint32_t)g < n_heads ? sy_gpu_load_act(p.c.q, IO,
                                                                (int64_t)b * p.c.q_s0 + (int64_t)(head0 + g) * p.c.q_s1 +
                                                                    W::q_dim(ks, pos))
                                              : 0.0f;
@@ -342,8 +383,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 #pragma unroll
             for (int u4 = 0; u4 < S::ROW_UNITS / 4; u4++) {
                 uint32_t kr[4];
-                sy_ldmatrix_x4<false>(kr, sy_attn_warp_row<S::ROW_UNITS>(k_stage, W::key_of(nt, lane % 8),
-                                                                           4 * u4 + lane / 8));
+                sy_ldmatrix_x4<false>(kr, k_stage + sy_attn_warp_k_unit<S>(W::key_of(nt, lane % 8), 4 * u4 + lane / 8) * 16);
                 if constexpr (S::FP8) {
 #pragma unroll
                     for (int i = 0; i < 4; i++)
@@ -359,14 +399,24 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
         /* Online softmax of row g over this lane's columns (2c, 2c+1 of each n-tile), the row max
          * shared by the 4 lanes of the row. */
         float tile_max = -INFINITY;
+        if (key_lo == 0 && key_hi == S::TILE) { /* the common whole tile: no key to mask */
 #pragma unroll
-        for (int nt = 0; nt < S::KEY_TILES; nt++)
+            for (int nt = 0; nt < S::KEY_TILES; nt++)
 #pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int key = W::key_of(nt, 2 * c + j);
-                s[nt][j] = key >= key_lo && key < key_hi ? s[nt][j] * score_scale : -INFINITY;
-                tile_max = fmaxf(tile_max, s[nt][j]);
-            }
+                for (int j = 0; j < 2; j++) {
+                    s[nt][j] *= score_scale;
+                    tile_max = fmaxf(tile_max, s[nt][j]);
+                }
+        } else {
+#pragma unroll
+            for (int nt = 0; nt < S::KEY_TILES; nt++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int key = W::key_of(nt, 2 * c + j);
+                    s[nt][j] = key >= key_lo && key < key_hi ? s[nt][j] * score_scale : -INFINITY;
+                    tile_max = fmaxf(tile_max, s[nt][j]);
+                }
+        }
         tile_max = fmaxf(tile_max, sy_shfl_xor(tile_max, 1));
         tile_max = fmaxf(tile_max, sy_shfl_xor(tile_max, 2));
         const float m_new = fmaxf(m, tile_max);
@@ -396,7 +446,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 #pragma unroll
                 for (int d4 = 0; d4 < S::DIM_TILES / 4; d4++) {
                     uint32_t vr[4];
-                    sy_ldmatrix_x4<false>(vr, sy_attn_warp_row<S::VT_ROW_UNITS>(v_stage, 8 * (4 * d4 + lane / 8) + lane % 8, ps));
+                    sy_ldmatrix_x4<false>(vr, v_stage + sy_attn_warp_v5d_unit<S>(8 * (4 * d4 + lane / 8) + lane % 8, ps) * 16);
 #pragma unroll
                     for (int i = 0; i < 4; i++)
                         sy_mma_f16(o[4 * d4 + i], a, sy_e4m3x2_to_f16x2(vr[i]), sy_e4m3x2_to_f16x2(vr[i] >> 16));
@@ -425,7 +475,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
                     uint32_t vr[4];
                     const int i = lane / 8, r = lane % 8;
                     if constexpr (S::V5D)
-                        sy_ldmatrix_x4<false>(vr, sy_attn_warp_row<S::VT_ROW_UNITS>(v_stage, 8 * (2 * dp + i / 2) + r, 2 * ps + i % 2));
+                        sy_ldmatrix_x4<false>(vr, v_stage + sy_attn_warp_v5d_unit<S>(8 * (2 * dp + i / 2) + r, 2 * ps + i % 2) * 16);
                     else
                         sy_ldmatrix_x4<true>(vr, sy_attn_warp_row<S::ROW_UNITS>(v_stage, 16 * ps + 8 * (i % 2) + r, 2 * dp + i / 2));
                     sy_mma_bf16(o[2 * dp], a, vr[0], vr[1]);
@@ -446,6 +496,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
     const uint32_t head = head0 + (uint32_t)g;
     const float m_nat = m * 0.69314718055994530942f;
     const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
+    const sy_attn_gpu_norm norm = sy_attn_gpu_norm_of(m_nat, l, sink);
     const uint64_t part = ((uint64_t)b * p.dims.kv_heads * p.group + head) * p.num_splits + split;
 #pragma unroll
     for (int dt = 0; dt < S::DIM_TILES; dt++)
@@ -453,8 +504,8 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
         for (int j = 0; j < 2; j++) {
             const int d = W::out_dim(dt, 2 * c + j);
             if (p.num_splits == 1)
-                sy_gpu_store_act(p.c.out, p.c.io_dtype, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d,
-                                 sy_attn_gpu_finish(m_nat, l, o[dt][j], sink) * p.c.out_scale);
+                sy_gpu_store_act(p.c.out, IO, (int64_t)b * p.c.out_s0 + (int64_t)head * p.c.out_s1 + d,
+                                 sy_attn_gpu_normalized(norm, o[dt][j]) * p.c.out_scale);
             else
                 p.part_acc[part * S::DIMS + d] = o[dt][j];
         }
