@@ -14,22 +14,25 @@
  * multiplies the oldest one; the bytes in flight per SM, not the tensor cores, set the speed. The
  * ring fills a fixed MOE_MMA_RING_BYTES, so a stage's size decides how many there are
  * (moe_mma_stage): a chunk of up to 8 pairs with one input plane stages 12.5 KB and gets three,
- * where 16 pairs of two planes (20 KB) get two. With 16 copies of the e2m1 table the CTA asks for
- * 56 KB, and 4 CTAs fill an SM's 228 KB. Measured at 128 tokens on an H200: four stages of 2 CTAs
- * 1.25 ms; two stages of 4 CTAs 0.97 ms; a 45 KB ring with 8 table copies 0.96 ms, where ncu
- * showed the shared-memory pipe 89% busy and 47% of its wavefronts bank conflicts of the table
- * (the 4 lanes sharing a copy land in one 8-bank group); 16 copies (2-way at most) in this 40 KB
- * ring 0.85 ms; 32 conflict-free copies leave 3 CTAs an SM: 0.96 ms.
+ * where 16 pairs of two planes (20 KB) get two; 5 CTAs an SM (at most 96 registers, a few bytes
+ * of spills for the two-plane shapes). Measured at 128 tokens on an H200: with e2m1 decoded
+ * through a table in shared memory, four stages of 2 CTAs 1.25 ms, two stages of 4 CTAs 0.97 ms,
+ * 16 table copies 0.85 ms (ncu: the shared-memory pipe 89% busy, half its wavefronts bank
+ * conflicts of the table); one m-tile of each warp on the table and one on bit moves 0.83 ms; bit
+ * moves alone (moe_mma_e2m1x8) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
+ * ring (three stages for w2's two-plane input, four for w13) and 4 CTAs.
  *
- * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product does not care which k sits in which fragment column as long as A and B agree, so
- * within one MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows,
- * k = 8c .. 8c+7, and step s (0, 1) maps columns {2c, 2c+1, 2c+8, 2c+9} to k = 8c + 4s + {0, 1, 2,
- * 3}. Each byte is then exactly one A register (its low nibble, the lower k, in the low half), and
- * a lane's B registers for both steps are one 16-byte read of the staged input, k = 8c .. 8c+7.
+ * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product
+ * does not care which k sits in which fragment column as long as A and B agree, so within one
+ * MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows, k = 8c ..
+ * 8c+7, as one word of 8 codes, which moe_mma_e2m1x8 turns into the bf16 pairs of k (0, 4),
+ * (1, 5), (2, 6), (3, 7) (offsets from 8c); step s (0, 1) maps columns {2c, 2c+1} to the pair
+ * 2s and {2c+8, 2c+9} to the pair 2s+1, and the lane's B registers, one 16-byte read of the staged
+ * input (k = 8c .. 8c+7), are put in the same order by byte permutes (moe_mma_b_for_e2m1x8).
  *
- * Exactness. An E2M1 value is exact in bf16 (a 256-entry table in shared memory turns a byte into
- * the two bf16 of its nibbles); the block's E8M0 scale is applied in f32 to the block's partial sum
- * (a power of two). bf16 inputs go into B as they are. f32 inputs (w2's activations, which w13's
+ * Exactness. An E2M1 value is exact in bf16 (moe_mma_e2m1x8 builds it exactly); the block's E8M0
+ * scale is applied in f32 to the block's partial sum (a power of two). bf16 inputs go into B as
+ * they are. f32 inputs (w2's activations, which w13's
  * epilogue writes so, and an f32 x, split by a pass before w13) arrive as two bf16 planes, the
  * high parts and the bf16 of the remainders (mma_bf16_cuda.cuh): two products per step and no
  * conversion inside the product, where every warp would repeat it for the same inputs. Every output
@@ -41,6 +44,7 @@
 
 #include "cp_async_cuda.cuh"
 #include "mma_bf16_cuda.cuh"
+
 
 enum {
     MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
@@ -55,11 +59,9 @@ enum {
     MOE_MMA_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* bf16: 320 bytes, 64 off a 128-byte multiple */
     MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
-    /* Two stages of the largest chunk shape (20 KB); with the table 4 CTAs of 56 KB and the 1 KB
-     * the driver keeps per CTA fill an SM's 228 KB. */
+    /* Two stages of the largest chunk shape (20 KB). */
     MOE_MMA_RING_BYTES = 40 * 1024,
-    MOE_MMA_LUT_COPIES = 16,                   /* lanes l and l+16 share a copy: 2-way conflicts at most */
-    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + 256 * 4 * MOE_MMA_LUT_COPIES, /* + the e2m1 table */
+    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES,
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
@@ -80,9 +82,31 @@ struct moe_mma_stage {
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
 };
 
-static __device__ __forceinline__ uint32_t moe_mma_lut_entry(uint32_t byte)
+/* Eight e2m1 codes of a word (code i in bits 4i .. 4i+3) as the bf16 pairs (0, 4), (1, 5), (2, 6),
+ * (3, 7): each code's sign moved to its half's bit 15 and its exponent and mantissa bits to bits
+ * 8 .. 6, which spells the value times 2^-126 (a bf16 subnormal for the code 0.5), then one exact
+ * multiply by 2^126 (an fma with -0, which sm_80 has; the idea of moving the bits into place is
+ * that of Marlin's FP4 dequantization, vLLM csrc/quantization/gptq_marlin). */
+static __device__ __forceinline__ void moe_mma_e2m1x8(uint32_t w, uint32_t (&r)[4])
 {
-    return (sy_f32_bits(sy_e2m1_to_f32(byte & 0xFu)) >> 16) | (sy_f32_bits(sy_e2m1_to_f32(byte >> 4)) & 0xFFFF0000u);
+    const uint32_t sign = 0x80008000u, bits = 0x01C001C0u;
+    r[0] = ((w << 12) & sign) | ((w << 6) & bits);
+    r[1] = ((w << 8) & sign) | ((w << 2) & bits);
+    r[2] = ((w << 4) & sign) | ((w >> 2) & bits);
+    r[3] = (w & sign) | ((w >> 6) & bits);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r[i]) : "r"(r[i]), "r"(0x7E807E80u), "r"(0x80008000u));
+}
+
+/* The B registers that go with moe_mma_e2m1x8's A order, from a lane's k = 8c .. 8c+7 as staged
+ * (h: the bf16 pairs (0, 1), (2, 3), (4, 5), (6, 7)): (0, 4), (1, 5), (2, 6), (3, 7). */
+static __device__ __forceinline__ void moe_mma_b_for_e2m1x8(const uint4 h, uint32_t (&b)[4])
+{
+    b[0] = __byte_perm(h.x, h.z, 0x5410u);
+    b[1] = __byte_perm(h.x, h.z, 0x7632u);
+    b[2] = __byte_perm(h.y, h.w, 0x5410u);
+    b[3] = __byte_perm(h.y, h.w, 0x7632u);
 }
 
 /* Tile t of a CTA in tile-order rows: w13 warp t/2's gate (even t) or up (odd t) tile of
@@ -161,8 +185,7 @@ static __device__ __forceinline__ void moe_mma_each(F f)
 }
 
 template <bool W13, int NT, bool PLANES>
-static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem,
-                                                     const uint32_t *lut_base)
+static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem)
 {
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
@@ -203,7 +226,6 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     moe_mma_each<NT>([&](int mt, int nt, int r) { acc[mt][nt][r] = 0.0f; });
 
     const uint32_t kb = m.kblocks_used, stages = (kb + MOE_MMA_STAGE_BLOCKS - 1) / MOE_MMA_STAGE_BLOCKS;
-    const uint32_t *lut = lut_base + (lane % MOE_MMA_LUT_COPIES);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if ((uint32_t)s < stages)
@@ -227,17 +249,15 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             const uint32_t j = st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj;
             if (j >= kb)
                 break;
-            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g: the high parts and (PLANES) the low. */
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in moe_mma_e2m1x8's order: the high
+             * parts and (PLANES) the low. */
             uint32_t bh[NT][4], bl[NT][4];
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-                const uint4 h = *(const uint4 *)xr;
-                bh[nt][0] = h.x, bh[nt][1] = h.y, bh[nt][2] = h.z, bh[nt][3] = h.w;
-                if (PLANES) {
-                    const uint4 l = *(const uint4 *)(xr + stage::x_plane);
-                    bl[nt][0] = l.x, bl[nt][1] = l.y, bl[nt][2] = l.z, bl[nt][3] = l.w;
-                }
+                moe_mma_b_for_e2m1x8(*(const uint4 *)xr, bh[nt]);
+                if (PLANES)
+                    moe_mma_b_for_e2m1x8(*(const uint4 *)(xr + stage::x_plane), bl[nt]);
             }
             float part[2][NT][4];
             moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
@@ -254,13 +274,12 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     scale[mt][h] = sy_e8m0_to_f32(ss[((kl * 16u + (uint32_t)(g + 8 * h)) * 2u + kp) * 2u + np]);
+                uint32_t rg[4], rg8[4];
+                moe_mma_e2m1x8(row_g, rg);
+                moe_mma_e2m1x8(row_g8, rg8);
 #pragma unroll
                 for (int s = 0; s < 2; s++) {
-                    /* Bytes 2s and 2s+1 of rows g and g+8, in the A register order. */
-                    const uint32_t frag[4] = {lut[((row_g >> (16 * s)) & 0xFFu) * MOE_MMA_LUT_COPIES],
-                                              lut[((row_g8 >> (16 * s)) & 0xFFu) * MOE_MMA_LUT_COPIES],
-                                              lut[((row_g >> (16 * s + 8)) & 0xFFu) * MOE_MMA_LUT_COPIES],
-                                              lut[((row_g8 >> (16 * s + 8)) & 0xFFu) * MOE_MMA_LUT_COPIES]};
+                    const uint32_t frag[4] = {rg[2 * s], rg8[2 * s], rg[2 * s + 1], rg8[2 * s + 1]};
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++) {
                         sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
@@ -306,20 +325,17 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 }
 
 template <bool W13, bool PLANES>
-static __global__ void __launch_bounds__(MOE_MMA_THREADS, 4) moe_mma_kernel(moe_gpu_gemm a)
+static __global__ void __launch_bounds__(MOE_MMA_THREADS, 5) moe_mma_kernel(moe_gpu_gemm a)
 {
     extern __shared__ __align__(16) uint8_t moe_mma_smem[];
     if ((int32_t)blockIdx.x >= *a.n_chunks)
         return;
     const moe_gpu_chunk ch = a.chunks[blockIdx.x];
-    uint32_t *lut = (uint32_t *)(moe_mma_smem + MOE_MMA_RING_BYTES);
-    for (int i = (int)threadIdx.x; i < 256 * MOE_MMA_LUT_COPIES; i += MOE_MMA_THREADS)
-        lut[i] = moe_mma_lut_entry((uint32_t)i / MOE_MMA_LUT_COPIES); /* visible after the first stage's barrier */
     /* The n-tile count is uniform over the CTA: each gets its own unrolled body and ring. */
     if (ch.count <= MOE_MMA_N)
-        moe_mma_chunk<W13, 1, PLANES>(a, ch, moe_mma_smem, lut);
+        moe_mma_chunk<W13, 1, PLANES>(a, ch, moe_mma_smem);
     else
-        moe_mma_chunk<W13, 2, PLANES>(a, ch, moe_mma_smem, lut);
+        moe_mma_chunk<W13, 2, PLANES>(a, ch, moe_mma_smem);
 }
 
 /* Launches the product of one matrix over every chunk. */
