@@ -45,7 +45,6 @@
 #include "cp_async_cuda.cuh"
 #include "mma_bf16_cuda.cuh"
 
-
 enum {
     MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
     MOE_MMA_WARPS = 4,

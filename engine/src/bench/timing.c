@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "model/engine_impl.h"
 #include "util/strbuf.h"
 
 static int by_value(const void *a, const void *b)
@@ -37,13 +37,6 @@ static sy_status backend_failed(const sy_conf_side *side, const char *call, cons
 {
     return sy_fail(err, SY_E_BACKEND, "backend %s: %s failed: %s", side->be->name, call,
                    inner->msg[0] ? inner->msg : "no message");
-}
-
-static double host_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 /* Device work queued ahead of the timed calls: memsets of a scratch buffer whose device time
@@ -121,9 +114,9 @@ sy_status sy_bench_time_calls(sy_conf_side *side, sy_bench_call_fn call, void *u
         if ((st = call(user, next, err)) != SY_OK)
             return st;
         if (i == 0)
-            after_first = host_now_us();
+            after_first = sy_now_ms();
     }
-    const double host_us_per_call = warmup > 1 ? (host_now_us() - after_first) / (warmup - 1) + 2.0 : 20.0;
+    const double host_us_per_call = warmup > 1 ? (sy_now_ms() - after_first) * 1e3 / (warmup - 1) + 2.0 : 20.0;
     if ((st = sy_conf_side_sync(side, err)) != SY_OK)
         return st;
     size_t n_events = 2 * (size_t)runs, made = 0;
