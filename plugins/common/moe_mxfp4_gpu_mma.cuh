@@ -20,7 +20,10 @@
  * 16 table copies 0.85 ms (ncu: the shared-memory pipe 89% busy, half its wavefronts bank
  * conflicts of the table); one m-tile of each warp on the table and one on bit moves 0.83 ms; bit
  * moves alone (moe_mma_e2m1x8) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
- * ring (three stages for w2's two-plane input, four for w13) and 4 CTAs.
+ * ring (three stages for w2's two-plane input, four for w13) and 4 CTAs. ncu then had both products
+ * issue-bound (0.8 instructions a cycle a scheduler, DRAM 53%), a quarter of the instructions
+ * converting block scales, each four times over (once a lane of a row) and with branches for the
+ * special bytes: converted once a stage a warp (moe_mma_stage_scales, branch-free), 0.63 ms.
  *
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product
  * does not care which k sits in which fragment column as long as A and B agree, so within one
@@ -60,7 +63,9 @@ enum {
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
     /* Two stages of the largest chunk shape (20 KB). */
     MOE_MMA_RING_BYTES = 40 * 1024,
-    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES,
+    /* A stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales). */
+    MOE_MMA_SCALE_F32_BYTES = MOE_MMA_THREADS * 16,
+    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES,
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
@@ -170,6 +175,29 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
     }
 }
 
+/* The block scales of the warp's stage as f32, written to the warp's 32 float4 of `out`: lane 4g + c
+ * converts those of block c of the stage, for rows g and g + 8 of its two tiles (x, y: tile 0; z,
+ * w: tile 1), so that each scale byte is converted once a warp and a block's four scales are one
+ * 16-byte read of lane 4g + jj. Converting per block where the scale is used cost each of the 4
+ * lanes of a row the same conversions, a quarter of the product's instructions. */
+static __device__ __forceinline__ void moe_mma_stage_scales(const uint8_t *slot, uint32_t st, const uint32_t (&tile_np)[2],
+                                                            float4 *out)
+{
+    const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
+    const uint32_t g = (uint32_t)lane / 4u, c = (uint32_t)lane % 4u;
+    /* sy_moe_scale_offset inside a tile's staged segment: block j = 4 st + c (kl = c, kp = st % 2),
+     * row q = g (+8). */
+    float v[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++) {
+        const uint8_t *ss = slot + MOE_MMA_W_BYTES + (warp * 2 + mt) * MOE_MMA_SCALE_SEGMENT;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            v[mt][h] = sy_e8m0_to_f32(ss[((c * 16u + g + 8u * (uint32_t)h) * 2u + st % 2u) * 2u + tile_np[mt]]);
+    }
+    out[lane] = make_float4(v[0][0], v[0][1], v[1][0], v[1][1]);
+}
+
 /* f(mt, nt, r) over a warp's accumulators: two m-tiles by NT n-tiles, four f32 a lane each. */
 template <int NT, typename F>
 static __device__ __forceinline__ void moe_mma_each(F f)
@@ -186,6 +214,7 @@ static __device__ __forceinline__ void moe_mma_each(F f)
 template <bool W13, int NT, bool PLANES>
 static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem)
 {
+    float4 *warp_scales = (float4 *)(smem + MOE_MMA_RING_BYTES) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const moe_gpu_matrix &m = a.m;
@@ -243,6 +272,9 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             continue;
         const uint8_t *slot = smem + (st % STAGES) * stage::bytes;
         const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+        /* The barrier above ordered the warp's reads of the previous stage's scales before this. */
+        moe_mma_stage_scales(slot, st, tile_np, warp_scales);
+        __syncwarp();
 #pragma unroll
         for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++) {
             const uint32_t j = st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj;
@@ -260,19 +292,14 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             }
             float part[2][NT][4];
             moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
-            float scale[2][2];
+            const float4 sc = warp_scales[4 * g + jj];
+            const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
 #pragma unroll
             for (int mt = 0; mt < 2; mt++) {
                 const int t = warp * 2 + mt;
                 const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
                 const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
                 const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
-                /* sy_moe_scale_offset inside the tile's segment: block j, row q = tile_row + g (+8). */
-                const uint32_t kl = j % 4u, kp = (j / 4u) % 2u, np = tile_np[mt];
-                const uint8_t *ss = slot + MOE_MMA_W_BYTES + t * MOE_MMA_SCALE_SEGMENT;
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    scale[mt][h] = sy_e8m0_to_f32(ss[((kl * 16u + (uint32_t)(g + 8 * h)) * 2u + kp) * 2u + np]);
                 uint32_t rg[4], rg8[4];
                 moe_mma_e2m1x8(row_g, rg);
                 moe_mma_e2m1x8(row_g8, rg8);

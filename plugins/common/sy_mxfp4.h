@@ -39,14 +39,15 @@ SY_HD float sy_e2m1_to_f32(uint32_t code)
     return sy_f32_from_bits(sign | magnitude);
 }
 
-/* E8M0 scale byte to f32: 2^(e - 127); 255 is NaN. */
+/* E8M0 scale byte to f32: 2^(e - 127); 255 is NaN. Without branches, since GPU kernels convert
+ * scales in their inner loops: e << 23 is the f32 for 1 <= e <= 254; the maximum with 0x00400000
+ * makes e = 0 the subnormal 2^-127 (every other e << 23 is larger), and for e = 255 alone
+ * (e + 1) >> 8 is 1, which sets the quiet bit of the infinity 255 << 23. */
 SY_HD float sy_e8m0_to_f32(uint8_t e)
 {
-    if (e == SY_E8M0_NAN)
-        return sy_f32_from_bits(0x7FC00000u);
-    if (e == 0u)
-        return sy_f32_from_bits(0x00400000u); /* 2^-127: the only scale below f32's normal range */
-    return sy_f32_from_bits((uint32_t)e << 23);
+    const uint32_t shifted = (uint32_t)e << 23;
+    const uint32_t at_least_subnormal = shifted > 0x00400000u ? shifted : 0x00400000u;
+    return sy_f32_from_bits(at_least_subnormal | (((uint32_t)e + 1u) >> 8) << 22);
 }
 
 /* Element j (0..31) of one 16-byte block. */
