@@ -211,6 +211,66 @@ static __device__ __forceinline__ void moe_mma_each(F f)
                 f(mt, nt, r);
 }
 
+/* The products of one landed stage in ring slot `slot` (stage st; blocks past kb skipped), added to
+ * the warp's accumulators: per block, each tile's bf16 products over the block's 32 k, then the
+ * block's scale applied to that partial. */
+template <int NT, bool PLANES>
+static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slot, uint32_t st, uint32_t kb,
+                                                              const uint32_t (&tile_np)[2], float4 *warp_scales,
+                                                              float (&acc)[2][NT][4])
+{
+    using stage = moe_mma_stage<NT, PLANES>;
+    const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
+    const int g = lane / 4, c = lane % 4;
+    const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+    /* The block barrier before this ordered the warp's reads of the previous stage's scales first. */
+    moe_mma_stage_scales(slot, st, tile_np, warp_scales);
+    __syncwarp();
+    const auto block = [&](int jj) {
+        /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in moe_mma_e2m1x8's order: the high
+         * parts and (PLANES) the low. */
+        uint32_t bh[NT][4], bl[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
+            moe_mma_b_for_e2m1x8(*(const uint4 *)xr, bh[nt]);
+            if (PLANES)
+                moe_mma_b_for_e2m1x8(*(const uint4 *)(xr + stage::x_plane), bl[nt]);
+        }
+        float part[2][NT][4];
+        moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
+        const float4 sc = warp_scales[4 * g + jj];
+        const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++) {
+            const int t = warp * 2 + mt;
+            const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
+            const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
+            const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
+            uint32_t rg[4], rg8[4];
+            moe_mma_e2m1x8(row_g, rg);
+            moe_mma_e2m1x8(row_g8, rg8);
+#pragma unroll
+            for (int s = 0; s < 2; s++) {
+                const uint32_t frag[4] = {rg[2 * s], rg8[2 * s], rg[2 * s + 1], rg8[2 * s + 1]};
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
+                    if (PLANES)
+                        sy_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
+                }
+            }
+        }
+        moe_mma_each<NT>([&](int mt, int nt, int r) {
+            acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
+        });
+    };
+#pragma unroll
+    for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++)
+        if (st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb)
+            block(jj);
+}
+
 template <bool W13, int NT, bool PLANES>
 static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem)
 {
@@ -260,64 +320,18 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             moe_mma_issue<NT, PLANES>(a, src, (uint32_t)s, smem + s * stage::bytes);
         sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
+    uint32_t cur = 0; /* stage st's slot, st % STAGES */
     for (uint32_t st = 0; st < stages; st++) {
         sy_cp_async_wait<STAGES - 2>(); /* the oldest stage of the ring has landed */
         /* Stage st is visible to all, and every warp is done with the slot refilled next. */
         __syncthreads();
-        const uint32_t next = st + STAGES - 1;
+        const uint32_t next = st + STAGES - 1, next_slot = cur == 0 ? STAGES - 1 : cur - 1;
         if (next < stages)
-            moe_mma_issue<NT, PLANES>(a, src, next, smem + (next % STAGES) * stage::bytes);
+            moe_mma_issue<NT, PLANES>(a, src, next, smem + next_slot * stage::bytes);
         sy_cp_async_commit();
-        if (!live)
-            continue;
-        const uint8_t *slot = smem + (st % STAGES) * stage::bytes;
-        const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
-        /* The barrier above ordered the warp's reads of the previous stage's scales before this. */
-        moe_mma_stage_scales(slot, st, tile_np, warp_scales);
-        __syncwarp();
-#pragma unroll
-        for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++) {
-            const uint32_t j = st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj;
-            if (j >= kb)
-                break;
-            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in moe_mma_e2m1x8's order: the high
-             * parts and (PLANES) the low. */
-            uint32_t bh[NT][4], bl[NT][4];
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-                moe_mma_b_for_e2m1x8(*(const uint4 *)xr, bh[nt]);
-                if (PLANES)
-                    moe_mma_b_for_e2m1x8(*(const uint4 *)(xr + stage::x_plane), bl[nt]);
-            }
-            float part[2][NT][4];
-            moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
-            const float4 sc = warp_scales[4 * g + jj];
-            const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
-#pragma unroll
-            for (int mt = 0; mt < 2; mt++) {
-                const int t = warp * 2 + mt;
-                const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
-                const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
-                const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
-                uint32_t rg[4], rg8[4];
-                moe_mma_e2m1x8(row_g, rg);
-                moe_mma_e2m1x8(row_g8, rg8);
-#pragma unroll
-                for (int s = 0; s < 2; s++) {
-                    const uint32_t frag[4] = {rg[2 * s], rg8[2 * s], rg[2 * s + 1], rg8[2 * s + 1]};
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
-                        sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
-                        if (PLANES)
-                            sy_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
-                    }
-                }
-            }
-            moe_mma_each<NT>([&](int mt, int nt, int r) {
-                acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
-            });
-        }
+        if (live)
+            moe_mma_multiply_stage<NT, PLANES>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
+        cur = cur + 1 == STAGES ? 0 : cur + 1;
     }
     if (!live)
         return;
