@@ -77,6 +77,12 @@ struct sy_attn_warp_shape {
      * most 128 registers), 287 us against 360 us with the bf16 shape. Head dim 128 keeps 2 blocks
      * (its accumulators spill under 128 registers). */
     static constexpr int STAGES = 3;
+    /* vectorized_5d steps each lane's copies from a base fixed for the call and reads a tile's page
+     * from the table a tile ahead (sy_attn_warp_pool): on the H200 its fp8 decode went 290 -> 253 us
+     * at 128 x 8192. nhd computes every copy's address from the tile and looks its page up when it
+     * loads: the stepped form took nhd fp8 284 -> 298 us, the page read ahead -> 318 us (at 4 blocks
+     * an SM its 128 registers spill the extra state). */
+    static constexpr bool STEPPED = V5D;
     static constexpr int BLOCKS_PER_SM = FP8 && D == 64 ? 4 : 2;
     static constexpr int TENSOR_BYTES = FP8 ? 2048 : 4096;
     static constexpr int TILE_BY_BYTES = TENSOR_BYTES / (D * ES); /* keys a stage, 16 to 64 */
@@ -189,17 +195,49 @@ struct sy_attn_warp_decode {
     }
 };
 
+/* Where a vectorized_5d warp's loads go in the pool (S::STEPPED), in elements: the tile at (page,
+ * off) of KV head h starts at page * P*H*D + h * D*P + off * X (K, (H, D/X, P, X) a page) or off * D
+ * (V, (H, P/X, D, X)); K unit (c, n) of a tile lies at c*P*X + n*X (n = u % TILE, c = u / TILE) and V
+ * unit u at u*X, so lane l's i-th unit is at lane_k(l) + i * step_k (lane_v(l) + i * step_v). */
+template <class S>
+struct sy_attn_warp_pool {
+    static_assert(S::V5D && 32 % S::TILE == 0, "a lane's units step evenly through a vectorized_5d tile");
+    uint32_t P, H;
+    SY_DEV uint64_t tile(uint32_t page, uint32_t kv_head) const
+    {
+        return (uint64_t)page * P * H * S::DIMS + (uint64_t)kv_head * S::DIMS * P;
+    }
+    SY_DEV uint32_t lane_k(uint32_t l) const { return l / S::TILE * P * S::VEC + l % S::TILE * S::VEC; }
+    SY_DEV uint32_t step_k() const { return 32u / S::TILE * P * S::VEC; }
+    SY_DEV static uint32_t lane_v(uint32_t l) { return l * (uint32_t)S::VEC; }
+    static constexpr uint32_t step_v = 32u * S::VEC;
+};
+
 /* A warp's stage: K then V, TILE_BYTES each. Loads tile t0 (inside one page) of the split with
  * cp.async; keys outside [lo, hi) are zero-filled where a unit holds one key. FULL: every key of the
- * tile is inside (sy_attn_warp_load picks it), so no unit needs the check. */
+ * tile is inside (sy_attn_warp_load picks it), so no unit needs the check. S::STEPPED: the tile's
+ * page and offset come in `page` and `off` (read ahead); otherwise they are looked up here. */
 template <class S, bool FULL>
 SY_DEV void sy_attn_warp_load_as(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
-                                 unsigned char *stage, int lane)
+                                 uint32_t page, uint32_t off, unsigned char *stage, int lane)
 {
     const uint32_t P = p.dims.page_size, H = p.dims.kv_heads;
-    const uint32_t page = (uint32_t)sp.table[(uint32_t)t0 / P], off = (uint32_t)t0 % P;
-    const uint64_t k_base = sy_kv_k_row_at(&p.dims, page, off, sp.kv_head).base;
-    const uint64_t v_base = sy_kv_v_row_at(&p.dims, page, off, sp.kv_head).base;
+    if constexpr (!S::STEPPED) {
+        page = (uint32_t)sp.table[(uint32_t)t0 / P];
+        off = (uint32_t)t0 % P;
+    }
+    uint64_t k_base, v_base;
+    uint32_t k_step = 0;
+    if constexpr (S::STEPPED) {
+        const sy_attn_warp_pool<S> pool{P, H};
+        const uint64_t tile = pool.tile(page, sp.kv_head);
+        k_step = pool.step_k();
+        k_base = tile + (uint64_t)off * S::VEC + pool.lane_k((uint32_t)lane);
+        v_base = tile + (uint64_t)off * S::DIMS + pool.lane_v((uint32_t)lane);
+    } else {
+        k_base = sy_kv_k_row_at(&p.dims, page, off, sp.kv_head).base;
+        v_base = sy_kv_v_row_at(&p.dims, page, off, sp.kv_head).base;
+    }
     const char *kc = (const char *)p.k_cache + k_base * S::ES, *vc = (const char *)p.v_cache + v_base * S::ES;
     unsigned char *k_stage = stage, *v_stage = stage + S::TILE_BYTES;
     const int first = (int)(sp.lo > t0 ? sp.lo - t0 : 0), last = (int)(sp.hi - t0 < S::TILE ? sp.hi - t0 : S::TILE);
@@ -209,19 +247,17 @@ SY_DEV void sy_attn_warp_load_as(const sy_attn_gpu_decode &p, const sy_attn_gpu_
         /* K, and nhd V: key n, unit c of its row. vectorized_5d K runs hold X dims of P keys. */
         const int n = S::V5D ? u % S::TILE : u / S::ROW_UNITS, c = S::V5D ? u / S::TILE : u % S::ROW_UNITS;
         const bool in = FULL || (n >= first && n < last);
-        const uint32_t k_elem = S::V5D ? (uint32_t)c * P * S::VEC + (uint32_t)n * S::VEC
-                                       : (uint32_t)n * H * S::DIMS + (uint32_t)c * S::VEC;
+        const uint64_t k_elem = S::STEPPED ? (uint64_t)i * k_step : (uint64_t)((uint32_t)n * H * S::DIMS + (uint32_t)c * S::VEC);
         const int dst = sy_attn_warp_k_unit<S>(n, c) * 16;
-        sy_cp_async16(k_stage + dst, kc + (uint64_t)k_elem * S::ES, in ? 16 : 0);
+        sy_cp_async16(k_stage + dst, kc + k_elem * S::ES, in ? 16 : 0);
         if constexpr (S::V5D) {
             /* V: group j of X keys of dim d, at its unit of the [key unit][dim] tile. */
             const int j = u / S::DIMS, d = u % S::DIMS;
             const bool any = FULL || (j * S::VEC + S::VEC > first && j * S::VEC < last);
-            const uint32_t v_elem = (uint32_t)j * S::DIMS * S::VEC + (uint32_t)d * S::VEC;
             sy_cp_async16(v_stage + sy_attn_warp_v5d_unit<S>(d, j) * 16,
-                          vc + (uint64_t)v_elem * S::ES, any ? 16 : 0);
+                          vc + (uint64_t)i * sy_attn_warp_pool<S>::step_v * S::ES, any ? 16 : 0);
         } else {
-            sy_cp_async16(v_stage + dst, vc + (uint64_t)k_elem * S::ES, in ? 16 : 0);
+            sy_cp_async16(v_stage + dst, vc + k_elem * S::ES, in ? 16 : 0);
         }
     }
 }
@@ -229,12 +265,12 @@ SY_DEV void sy_attn_warp_load_as(const sy_attn_gpu_decode &p, const sy_attn_gpu_
 /* Most tiles lie inside their split, and the checks are a good part of a tile's instructions. */
 template <class S>
 SY_DEV void sy_attn_warp_load(const sy_attn_gpu_decode &p, const sy_attn_gpu_decode_span &sp, int64_t t0,
-                              unsigned char *stage, int lane)
+                              uint32_t page, uint32_t off, unsigned char *stage, int lane)
 {
     if (t0 >= sp.lo && t0 + S::TILE <= sp.hi)
-        sy_attn_warp_load_as<S, true>(p, sp, t0, stage, lane);
+        sy_attn_warp_load_as<S, true>(p, sp, t0, page, off, stage, lane);
     else
-        sy_attn_warp_load_as<S, false>(p, sp, t0, stage, lane);
+        sy_attn_warp_load_as<S, false>(p, sp, t0, page, off, stage, lane);
 }
 
 /* vectorized_5d V of a tile that starts or ends inside its X-key units: the loaded values of the
@@ -302,12 +338,32 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
     const int tiles = sp.lo < sp.hi ? (int)((sp.hi - first + S::TILE - 1) / S::TILE) : 0;
     const auto tile_at = [&](int k) { return first + (int64_t)k * S::TILE; };
 
+    /* S::STEPPED: the tile to load next as (page index in the table, offset in the page), stepped a
+     * tile at a time (pages hold whole tiles), its page read from the table a tile ahead of its use,
+     * so that the load of the table entry does not stall the warp that issues the tile's copies. */
+    const uint32_t P = p.dims.page_size;
+    uint32_t load_index = (uint32_t)(first / P), load_off = (uint32_t)(first % P), load_page = 0u;
+    const auto read_ahead = [&](int next) {
+        if constexpr (S::STEPPED) {
+            load_off += S::TILE;
+            if (load_off == P) {
+                load_off = 0;
+                load_index++;
+            }
+            load_page = next < tiles ? (uint32_t)sp.table[load_index] : 0u;
+        }
+    };
+    if constexpr (S::STEPPED)
+        load_page = tiles > 0 ? (uint32_t)sp.table[load_index] : 0u;
+
     /* The first STAGES - 1 tiles in flight before q is read; one commit group a stage, empty ones
      * too, so that the wait below counts stages. */
 #pragma unroll
     for (int k = 0; k < S::STAGES - 1; k++) {
-        if (k < tiles)
-            sy_attn_warp_load<S>(p, sp, tile_at(k), ring + k * S::STAGE_BYTES, lane);
+        if (k < tiles) {
+            sy_attn_warp_load<S>(p, sp, tile_at(k), load_page, load_off, ring + k * S::STAGE_BYTES, lane);
+            read_ahead(k + 1);
+        }
         sy_cp_async_commit();
     }
 
@@ -359,8 +415,11 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
 
     for (int k = 0; k < tiles; k++) {
         const int ahead = k + S::STAGES - 1;
-        if (ahead < tiles)
-            sy_attn_warp_load<S>(p, sp, tile_at(ahead), ring + (ahead % S::STAGES) * S::STAGE_BYTES, lane);
+        if (ahead < tiles) {
+            sy_attn_warp_load<S>(p, sp, tile_at(ahead), load_page, load_off, ring + (ahead % S::STAGES) * S::STAGE_BYTES,
+                                 lane);
+            read_ahead(ahead + 1);
+        }
         sy_cp_async_commit();
         sy_cp_async_wait<S::STAGES - 1>();
         sy_syncwarp();
