@@ -19,7 +19,7 @@
  * through a table in shared memory, four stages of 2 CTAs 1.25 ms, two stages of 4 CTAs 0.97 ms,
  * 16 table copies 0.85 ms (ncu: the shared-memory pipe 89% busy, half its wavefronts bank
  * conflicts of the table); one m-tile of each warp on the table and one on bit moves 0.83 ms; bit
- * moves alone (moe_mma_e2m1x8) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
+ * moves alone (sy_e2m1x8_to_bf16_pairs) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
  * ring (three stages for w2's two-plane input, four for w13) and 4 CTAs. ncu then had both products
  * issue-bound (0.8 instructions a cycle a scheduler, DRAM 53%), a quarter of the instructions
  * converting block scales, each four times over (once a lane of a row) and with branches for the
@@ -28,12 +28,12 @@
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product
  * does not care which k sits in which fragment column as long as A and B agree, so within one
  * MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows, k = 8c ..
- * 8c+7, as one word of 8 codes, which moe_mma_e2m1x8 turns into the bf16 pairs of k (0, 4),
+ * 8c+7, as one word of 8 codes, which sy_e2m1x8_to_bf16_pairs turns into the bf16 pairs of k (0, 4),
  * (1, 5), (2, 6), (3, 7) (offsets from 8c); step s (0, 1) maps columns {2c, 2c+1} to the pair
  * 2s and {2c+8, 2c+9} to the pair 2s+1, and the lane's B registers, one 16-byte read of the staged
- * input (k = 8c .. 8c+7), are put in the same order by byte permutes (moe_mma_b_for_e2m1x8).
+ * input (k = 8c .. 8c+7), are put in the same order by byte permutes (sy_bf16x8_in_e2m1_pair_order).
  *
- * Exactness. An E2M1 value is exact in bf16 (moe_mma_e2m1x8 builds it exactly); the block's E8M0
+ * Exactness. An E2M1 value is exact in bf16 (sy_e2m1x8_to_bf16_pairs builds it exactly); the block's E8M0
  * scale is applied in f32 to the block's partial sum (a power of two). bf16 inputs go into B as
  * they are. f32 inputs (w2's activations, which w13's
  * epilogue writes so, and an f32 x, split by a pass before w13) arrive as two bf16 planes, the
@@ -46,6 +46,7 @@
 #define SY_MOE_MXFP4_GPU_MMA_CUH
 
 #include "cp_async_cuda.cuh"
+#include "mxfp4_bf16_pairs.h"
 #include "mma_bf16_cuda.cuh"
 
 enum {
@@ -85,33 +86,6 @@ struct moe_mma_stage {
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
 };
-
-/* Eight e2m1 codes of a word (code i in bits 4i .. 4i+3) as the bf16 pairs (0, 4), (1, 5), (2, 6),
- * (3, 7): each code's sign moved to its half's bit 15 and its exponent and mantissa bits to bits
- * 8 .. 6, which spells the value times 2^-126 (a bf16 subnormal for the code 0.5), then one exact
- * multiply by 2^126 (an fma with -0, which sm_80 has; the idea of moving the bits into place is
- * that of Marlin's FP4 dequantization, vLLM csrc/quantization/gptq_marlin). */
-static __device__ __forceinline__ void moe_mma_e2m1x8(uint32_t w, uint32_t (&r)[4])
-{
-    const uint32_t sign = 0x80008000u, bits = 0x01C001C0u;
-    r[0] = ((w << 12) & sign) | ((w << 6) & bits);
-    r[1] = ((w << 8) & sign) | ((w << 2) & bits);
-    r[2] = ((w << 4) & sign) | ((w >> 2) & bits);
-    r[3] = (w & sign) | ((w >> 6) & bits);
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r[i]) : "r"(r[i]), "r"(0x7E807E80u), "r"(0x80008000u));
-}
-
-/* The B registers that go with moe_mma_e2m1x8's A order, from a lane's k = 8c .. 8c+7 as staged
- * (h: the bf16 pairs (0, 1), (2, 3), (4, 5), (6, 7)): (0, 4), (1, 5), (2, 6), (3, 7). */
-static __device__ __forceinline__ void moe_mma_b_for_e2m1x8(const uint4 h, uint32_t (&b)[4])
-{
-    b[0] = __byte_perm(h.x, h.z, 0x5410u);
-    b[1] = __byte_perm(h.x, h.z, 0x7632u);
-    b[2] = __byte_perm(h.y, h.w, 0x5410u);
-    b[3] = __byte_perm(h.y, h.w, 0x7632u);
-}
 
 /* Tile t of a CTA in tile-order rows: w13 warp t/2's gate (even t) or up (odd t) tile of
  * intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
@@ -227,15 +201,18 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
     moe_mma_stage_scales(slot, st, tile_np, warp_scales);
     __syncwarp();
     const auto block = [&](int jj) {
-        /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in moe_mma_e2m1x8's order: the high
+        /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in sy_e2m1x8_to_bf16_pairs's order: the high
          * parts and (PLANES) the low. */
         uint32_t bh[NT][4], bl[NT][4];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
             const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-            moe_mma_b_for_e2m1x8(*(const uint4 *)xr, bh[nt]);
-            if (PLANES)
-                moe_mma_b_for_e2m1x8(*(const uint4 *)(xr + stage::x_plane), bl[nt]);
+            const uint4 h = *(const uint4 *)xr;
+            sy_bf16x8_in_e2m1_pair_order(h.x, h.y, h.z, h.w, bh[nt]);
+            if (PLANES) {
+                const uint4 l = *(const uint4 *)(xr + stage::x_plane);
+                sy_bf16x8_in_e2m1_pair_order(l.x, l.y, l.z, l.w, bl[nt]);
+            }
         }
         float part[2][NT][4];
         moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
@@ -248,8 +225,8 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
             const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
             const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
             uint32_t rg[4], rg8[4];
-            moe_mma_e2m1x8(row_g, rg);
-            moe_mma_e2m1x8(row_g8, rg8);
+            sy_e2m1x8_to_bf16_pairs(row_g, rg);
+            sy_e2m1x8_to_bf16_pairs(row_g8, rg8);
 #pragma unroll
             for (int s = 0; s < 2; s++) {
                 const uint32_t frag[4] = {rg[2 * s], rg8[2 * s], rg[2 * s + 1], rg8[2 * s + 1]};

@@ -1,0 +1,93 @@
+/* The e2m1 -> bf16 bit moves of the tensor-core MoE product (plugins/common/mxfp4_bf16_pairs.h),
+ * run on the host: every code in every position of a word, the other seven random, against the
+ * E2M1 table of the OCP MX specification written out here; and the activations' pair order that
+ * goes with them. The device runs the same bit moves with one prmt and one fma for the host's byte
+ * loop and f32 multiply; the H200 checks of the MoE forward cover that half. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mxfp4_bf16_pairs.h"
+#include "sy_test.h"
+
+/* E2M1 by code: OCP MX v1.0 table 5. */
+static const float e2m1[16] = {+0.0f, 0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* bf16 half h (0 low, 1 high) of a pair as the f32 with the same bits above bit 15. */
+static uint32_t half_as_f32_bits(uint32_t pair, uint32_t h)
+{
+    return (pair >> 16 * h & 0xFFFFu) << 16;
+}
+
+static uint32_t f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+START_TEST(every_code_in_every_position)
+{
+    const uint64_t seed = sy_test_seed();
+    sy_rng rng = {seed};
+    for (uint32_t pos = 0; pos < 8; pos++)
+        for (uint32_t code = 0; code < 16; code++)
+            for (int trial = 0; trial < 64; trial++) {
+                uint32_t w = (uint32_t)sy_rng_next(&rng);
+                w = (w & ~(0xFu << 4 * pos)) | code << 4 * pos;
+                uint32_t r[4] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
+                sy_e2m1x8_to_bf16_pairs(w, r);
+                /* Code n of the word is half n / 4 of pair n % 4: pairs (0, 4), (1, 5), (2, 6), (3, 7). */
+                for (uint32_t n = 0; n < 8; n++) {
+                    const uint32_t c = w >> 4 * n & 0xFu, got = half_as_f32_bits(r[n % 4], n / 4);
+                    ck_assert_msg(got == f32_bits(e2m1[c]),
+                                  "seed %llu word %08x: code %u at position %u gave bf16 %04x, expected %g (%08x)",
+                                  (unsigned long long)seed, w, c, n, got >> 16, (double)e2m1[c], f32_bits(e2m1[c]));
+                }
+            }
+}
+END_TEST
+
+START_TEST(activation_pairs_follow_the_code_order)
+{
+    const uint64_t seed = sy_test_seed();
+    sy_rng rng = {seed};
+    for (int trial = 0; trial < 1000; trial++) {
+        uint16_t k[8];
+        for (int i = 0; i < 8; i++)
+            k[i] = (uint16_t)sy_rng_next(&rng);
+        uint32_t b[4];
+        sy_bf16x8_in_e2m1_pair_order((uint32_t)k[1] << 16 | k[0], (uint32_t)k[3] << 16 | k[2],
+                                     (uint32_t)k[5] << 16 | k[4], (uint32_t)k[7] << 16 | k[6], b);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(b[i] == ((uint32_t)k[i + 4] << 16 | k[i]), "seed %llu: pair %d is %08x, expected (%04x, %04x)",
+                          (unsigned long long)seed, i, b[i], k[i], k[i + 4]);
+    }
+}
+END_TEST
+
+START_TEST(byte_permute_matches_prmt)
+{
+    /* PTX ISA, prmt default mode: selector nibble i picks byte i of the result from (b:a). */
+    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x5410u), 0x55441100u);
+    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x7632u), 0x77663322u);
+    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x0123u), 0x00112233u);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mxfp4_bf16_pairs");
+    TCase *tc = tcase_create("bit_moves");
+    tcase_add_test(tc, every_code_in_every_position);
+    tcase_add_test(tc, activation_pairs_follow_the_code_order);
+    tcase_add_test(tc, byte_permute_matches_prmt);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
