@@ -117,14 +117,14 @@ SY_DEV int sy_attn_warp_swizzled_unit(int row, int unit)
         return row * ROW_UNITS + (unit ^ ((row / (8 / ROW_UNITS)) & (ROW_UNITS - 1)));
 }
 
-/* The stage unit of K's 16-byte unit `unit` of key `key`. nhd: [key][unit] rows, swizzled.
- * vectorized_5d: [unit][key], the pool's own order, so that the two 16-byte halves of every 32-byte
- * sector a warp's cp.async reads land side by side in shared memory: cp.async splits a sector whose
- * halves go to scattered places into two requests (ncu at 128 x 8192: 118.9 M L2 requests of one
- * sector each, 1.77x the compulsory sectors, with the [key][unit] rows nhd uses). An ldmatrix
- * matrix is then 8 keys of one unit; the XOR of key bit 1 by key bit 3 keeps those 8 on distinct
- * bank groups for the fp8 key order too (keys 4c .. 4c+1 and +2 of each 16, W::key_of) and keeps
- * sector halves together. */
+/* The stage unit of K's 16-byte unit `unit` of key `key` (and of nhd V's, staged alike). nhd:
+ * [key][unit] rows, swizzled. vectorized_5d: [unit][key], the pool's own order, so that the two
+ * 16-byte halves of every 32-byte sector a warp's cp.async reads land side by side in shared memory:
+ * cp.async splits a sector whose halves go to scattered places into two requests (ncu at 128 x
+ * 8192: 118.9 M L2 requests of one sector each, 1.77x the compulsory sectors, with the [key][unit]
+ * rows nhd uses). An ldmatrix matrix is then 8 keys of one unit; the XOR of key bit 1 by key bit 3
+ * keeps those 8 on distinct bank groups for the fp8 key order too (keys 4c .. 4c+1 and +2 of each
+ * 16, W::key_of) and keeps sector halves together. */
 template <class S>
 SY_DEV int sy_attn_warp_k_unit(int key, int unit)
 {
@@ -288,14 +288,6 @@ SY_DEV void sy_attn_warp_clear_v(unsigned char *v_stage, int first, int last, in
         else
             *e = 0;
     }
-}
-
-/* The ldmatrix row address of lane `lane` into a stage tensor of rows of ROW_UNITS units: matrix
- * lane / 8 reads row rows(lane / 8, lane % 8) at unit units(lane / 8). */
-template <int ROW_UNITS>
-SY_DEV const unsigned char *sy_attn_warp_row(const unsigned char *tile, int row, int unit)
-{
-    return tile + sy_attn_warp_swizzled_unit<ROW_UNITS>(row, unit) * 16;
 }
 
 /* One k-step of QK over a key n-tile: s += q . k for the q planes. */
@@ -517,8 +509,8 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
                 for (int cp = 0; cp < S::ROW_UNITS / 2; cp++) {
                     uint32_t vr[4];
                     const int i = lane / 8, r = lane % 8;
-                    sy_ldmatrix_x4<true>(vr, sy_attn_warp_row<S::ROW_UNITS>(v_stage, 16 * ps + 4 * (r / 2) + r % 2 + 2 * (i % 2),
-                                                                            2 * cp + i / 2));
+                    sy_ldmatrix_x4<true>(vr, v_stage + sy_attn_warp_k_unit<S>(16 * ps + 4 * (r / 2) + r % 2 + 2 * (i % 2),
+                                                                                      2 * cp + i / 2) * 16);
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         const uint32_t lo = vr[2 * h], hi = vr[2 * h + 1];
@@ -536,7 +528,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
                     if constexpr (S::V5D)
                         sy_ldmatrix_x4<false>(vr, v_stage + sy_attn_warp_v5d_unit<S>(8 * (2 * dp + i / 2) + r, 2 * ps + i % 2) * 16);
                     else
-                        sy_ldmatrix_x4<true>(vr, sy_attn_warp_row<S::ROW_UNITS>(v_stage, 16 * ps + 8 * (i % 2) + r, 2 * dp + i / 2));
+                        sy_ldmatrix_x4<true>(vr, v_stage + sy_attn_warp_k_unit<S>(16 * ps + 8 * (i % 2) + r, 2 * dp + i / 2) * 16);
                     sy_mma_bf16(o[2 * dp], a, vr[0], vr[1]);
                     sy_mma_bf16(o[2 * dp + 1], a, vr[2], vr[3]);
                 }
