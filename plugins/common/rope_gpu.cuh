@@ -13,7 +13,8 @@
  *
  * Work split: a block owns a group of tokens; units are (token, head, run of RW rotated pairs): a
  * unit reads its RW elements of both halves, so no other unit touches them, and writes the
- * rotations in place. Fused: a block is one of kv_layout.write's tiles (kv_store_gpu.cuh); the
+ * rotations in place. A thread loads several units before it rotates the first (their elements
+ * stay packed until then), so it waits on one memory latency for all of them. Fused: a block is one of kv_layout.write's tiles (kv_store_gpu.cuh); the
  * rotated K run is rounded to k's dtype (what rope leaves in k), written to k, and that same value
  * staged with sy_kv_gpu_tile_put; V is loaded and staged, and the tile stored, by the write's own
  * steps. So the fused op equals rope followed by the GPU kv_layout.write bit for bit, by
@@ -28,7 +29,12 @@ enum {
     SY_ROPE_GPU_THREADS = 128,
     SY_ROPE_GPU_MAX_HEAD_DIM = 512,
     SY_ROPE_GPU_TOKENS = 4,        /* tokens a block of the plain rope kernel owns */
-    SY_ROPE_GPU_FUSED_PAIRS = 2048 /* fused: (token, pair) angles held at once, 16 KB beside the stage */
+    SY_ROPE_GPU_FUSED_PAIRS = 2048, /* fused: (token, pair) angles held at once, 16 KB beside the stage */
+    /* Loads a thread has in flight (sy_rope_gpu_rotate_loop). The plain kernel, H200, 16384 tokens
+     * at gpt-oss shapes, bf16: one unit at a time 111.0 us, 128 bytes (4 units) 105.0 us, 256 bytes
+     * 123.9 us (registers leave fewer warps). */
+    SY_ROPE_GPU_BYTES = 128,
+    SY_ROPE_GPU_FUSED_BYTES = 64 /* the fused kernel: see SY_ROPE_GPU_FUSED_MIN_BLOCKS */
 };
 
 /* The fused kernel runs the write's tiles with the write's threads, and its rotation needs a tile
@@ -60,11 +66,13 @@ typedef struct sy_rope_gpu_args {
     int64_t tokens;
 } sy_rope_gpu_args;
 
-/* Blocks an SM the fused kernel is compiled for. Its q loop is the plain kernel's, one memory
- * latency a unit, so it needs as many warps as the plain kernel gets (47 registers: 10 blocks of
- * 128); left alone, ptxas gives it up to 83 registers, over 100 with fp8 stores, whose conversions
- * take more (8 blocks fit them in 64 without spilling). */
-#define SY_ROPE_GPU_FUSED_MIN_BLOCKS(store) ((store) == SY_DTYPE_FP8_E4M3 ? 8 : 10)
+/* Blocks an SM the fused kernel is compiled for: 64 registers a thread, which hold two bf16 units'
+ * loads in flight (SY_ROPE_GPU_FUSED_BYTES) without spilling. H200, 16384 tokens at gpt-oss shapes,
+ * bf16 pool: one unit at a time in 48 registers (10 blocks) 134.7 us (nhd) / 138.0 us
+ * (vectorized_5d); two at a time in 64 registers 113.2 / 115.9 us; four at a time in 80 registers
+ * (6 blocks) 124.3 / 129.5 us. fp8 pools (16-element units, one at a time) spill 12 bytes at one
+ * V dtype. */
+#define SY_ROPE_GPU_FUSED_MIN_BLOCKS 8
 
 /* Tokens of a fused tile whose angles are held at once. */
 SY_HD uint32_t sy_rope_gpu_fused_batch(const sy_kv_gpu_launch &l, uint32_t half)
@@ -111,38 +119,144 @@ SY_DEV void sy_rope_gpu_angles(const sy_rope_gpu_freqs &f, const sy_rope_gpu_arg
     __syncthreads();
 }
 
-/* Rotates pairs i0 .. i0 + RW - 1 of head h of token t in place; first / second receive the values
- * now in x (rounded to its dtype) at dims i0 + e and half + i0 + e. */
-template <int RW>
-SY_DEV void sy_rope_gpu_rotate(const sy_rope_gpu_tensor &x, int64_t t, uint32_t h, uint32_t i0, uint32_t half,
-                               const float *cs, const float *sn, float *first, float *second)
-{
-    const int64_t row = t * x.s0 + (int64_t)h * x.s1;
-    float x1[RW], x2[RW];
-    sy_gpu_load_act_run<RW>(x.data, x.dtype, row + i0, RW, x.vec, x1);
-    sy_gpu_load_act_run<RW>(x.data, x.dtype, row + half + i0, RW, x.vec, x2);
+/* One unit of a rotation: pairs i0 .. i0 + RW - 1 of the row of x at element `row` (token t, head
+ * h), rotated with angle row j of the block's cos / sin; ok is false past the end of the work. */
+typedef struct sy_rope_gpu_unit {
+    int64_t row;
+    uint32_t h, i0, j;
+    bool ok;
+} sy_rope_gpu_unit;
+
+/* RW consecutive elements of x from element i as loaded, converted to f32 only when used, so that
+ * a thread's loads in flight hold packed elements (a run of 8 bf16: 4 registers, not 8). DT 0 is
+ * x's dtype read at run time, element by element unless x allows 16-byte runs; an activation dtype
+ * DT means whole runs of min(16, RW * bytes) bytes. */
+template <int RW, int DT>
+struct sy_rope_gpu_run {
+    static constexpr int BYTES = DT ? RW * sy_elem_size<DT> : 0, PIECE = BYTES < 16 ? BYTES : 16;
+    static constexpr int PIECES = DT ? BYTES / PIECE : 0, PER = DT ? PIECE / sy_elem_size<DT> : 1;
+    uint4 raw[PIECES > 0 ? PIECES : 1];
+    float f[DT ? 1 : RW];
+
+    SY_DEV void load(const sy_rope_gpu_tensor &x, int64_t i)
+    {
+        if constexpr (DT == 0) {
+            sy_gpu_load_act_run<RW>(x.data, x.dtype, i, RW, x.vec, f);
+        } else {
 #pragma unroll
-    for (int e = 0; e < RW; e++) {
-        first[e] = sy_gpu_round_act(x.dtype, sy_rope_gpu_first(x1[e], x2[e], cs[i0 + e], sn[i0 + e]));
-        second[e] = sy_gpu_round_act(x.dtype, sy_rope_gpu_second(x1[e], x2[e], cs[i0 + e], sn[i0 + e]));
+            for (int p = 0; p < PIECES; p++)
+                raw[p] = sy_ld_raw<PIECE>((const char *)x.data + (i + p * PER) * sy_elem_size<DT>);
+        }
     }
-    sy_gpu_store_act_run<RW>(x.data, x.dtype, row + i0, RW, x.vec, first);
-    sy_gpu_store_act_run<RW>(x.data, x.dtype, row + half + i0, RW, x.vec, second);
+
+    SY_DEV void values(float *out) const
+    {
+        if constexpr (DT == 0) {
+#pragma unroll
+            for (int e = 0; e < RW; e++)
+                out[e] = f[e];
+        } else {
+#pragma unroll
+            for (int p = 0; p < PIECES; p++)
+                sy_unpack<DT, PER>(raw[p], out + p * PER);
+        }
+    }
+
+    static SY_DEV void store(const sy_rope_gpu_tensor &x, int64_t i, const float *v)
+    {
+        if constexpr (DT == 0)
+            sy_gpu_store_act_run<RW>(x.data, x.dtype, i, RW, x.vec, v);
+        else
+            sy_gpu_store_act_run_as<RW, DT>(x.data, i, RW, true, v);
+    }
+};
+
+/* Rotates U units of x in place, every load issued before the first rotation waits on one: a
+ * thread that loaded, rotated and stored one unit at a time waited on one memory latency a unit,
+ * and q's heads are most of rope's bytes. Units that are not ok read x's first row (which every
+ * call has) and store nothing. put(unit, first, second) receives each unit's rotated values as x
+ * now holds them (rounded to its dtype): dims i0 + e and half + i0 + e. */
+template <int RW, int DT, int U, class Put>
+SY_DEV void sy_rope_gpu_rotate_units(const sy_rope_gpu_tensor &x, const sy_rope_gpu_unit (&u)[U], uint32_t half,
+                                     const float *cs, const float *sn, Put put)
+{
+    using run = sy_rope_gpu_run<RW, DT>;
+    run r1[U], r2[U];
+#pragma unroll
+    for (int i = 0; i < U; i++) {
+        const int64_t at = u[i].ok ? u[i].row + u[i].i0 : 0;
+        r1[i].load(x, at);
+        r2[i].load(x, at + half);
+    }
+#pragma unroll
+    for (int i = 0; i < U; i++) {
+        if (!u[i].ok)
+            continue;
+        const float *c = cs + u[i].j * half + u[i].i0, *s = sn + u[i].j * half + u[i].i0;
+        float x1[RW], x2[RW], first[RW], second[RW];
+        r1[i].values(x1);
+        r2[i].values(x2);
+#pragma unroll
+        for (int e = 0; e < RW; e++) {
+            first[e] = sy_gpu_round_act(x.dtype, sy_rope_gpu_first(x1[e], x2[e], c[e], s[e]));
+            second[e] = sy_gpu_round_act(x.dtype, sy_rope_gpu_second(x1[e], x2[e], c[e], s[e]));
+        }
+        run::store(x, u[i].row + u[i].i0, first);
+        run::store(x, u[i].row + half + u[i].i0, second);
+        put(u[i], first, second);
+    }
 }
 
-/* The units of heads [h0, h0 + heads) of x for the block's tokens. */
-template <int RW>
+/* The block's loop over units 0 .. units - 1 of x, unit n at where(n), U at a time per thread. */
+template <int RW, int DT, int U, class Where, class Put>
+SY_DEV void sy_rope_gpu_rotate_loop_as(const sy_rope_gpu_tensor &x, uint32_t units, uint32_t half, const float *cs,
+                                       const float *sn, Where where, Put put)
+{
+    for (uint32_t n0 = threadIdx.x; n0 < units; n0 += U * blockDim.x) {
+        sy_rope_gpu_unit u[U];
+#pragma unroll
+        for (int i = 0; i < U; i++) {
+            const uint32_t n = n0 + (uint32_t)i * blockDim.x;
+            u[i] = n < units ? where(n) : sy_rope_gpu_unit{0, 0, 0, 0, false};
+        }
+        sy_rope_gpu_rotate_units<RW, DT, U>(x, u, half, cs, sn, put);
+    }
+}
+
+/* The block's loop over units 0 .. units - 1 of x, unit n at where(n): where x's rows allow
+ * 16-byte runs and BYTES holds two units or more, each thread loads as many units at a time as fill
+ * BYTES; otherwise one at a time (element by element where x's rows do not allow 16-byte runs). */
+template <int RW, int BYTES, class Where, class Put>
+SY_DEV void sy_rope_gpu_rotate_loop(const sy_rope_gpu_tensor &x, uint32_t units, uint32_t half, const float *cs,
+                                    const float *sn, Where where, Put put)
+{
+    constexpr int BF16_UNITS = BYTES / (2 * RW * 2), F32_UNITS = BYTES / (2 * RW * 4);
+    if constexpr (RW > 1 && BF16_UNITS > 1) {
+        if (x.vec && x.dtype == SY_DTYPE_BF16)
+            return sy_rope_gpu_rotate_loop_as<RW, SY_DTYPE_BF16, BF16_UNITS>(x, units, half, cs, sn, where, put);
+    }
+    if constexpr (RW > 1 && F32_UNITS > 1) {
+        if (x.vec && x.dtype == SY_DTYPE_F32)
+            return sy_rope_gpu_rotate_loop_as<RW, SY_DTYPE_F32, F32_UNITS>(x, units, half, cs, sn, where, put);
+    }
+    /* one unit at a time: its loads convert as they land, which needs no more registers than that */
+    sy_rope_gpu_rotate_loop_as<RW, 0, 1>(x, units, half, cs, sn, where, put);
+}
+
+/* The units of heads [h0, h0 + heads) of x for the block's tokens t0 .. t0 + tokens - 1 (angle
+ * rows 0 .. tokens - 1), BYTES of loads in flight per thread. */
+template <int RW, int BYTES>
 SY_DEV void sy_rope_gpu_rotate_heads(const sy_rope_gpu_tensor &x, const sy_rope_gpu_args &a, uint32_t half, int64_t t0,
                                      uint32_t tokens, uint32_t h0, uint32_t heads, const float *cs, const float *sn)
 {
-    const uint32_t pairs = half / RW, units = tokens * heads * pairs;
-    for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
-        const uint32_t pc = u % pairs, h = h0 + u / pairs % heads, j = u / (pairs * heads);
-        if (t0 + j >= a.tokens)
-            continue;
-        float first[RW], second[RW];
-        sy_rope_gpu_rotate<RW>(x, t0 + j, h, pc * RW, half, cs + j * half, sn + j * half, first, second);
-    }
+    const uint32_t pairs = half / RW;
+    const auto where = [&](uint32_t n) {
+        const uint32_t pc = n % pairs, h = h0 + n / pairs % heads, j = n / (pairs * heads);
+        const int64_t t = t0 + j;
+        return sy_rope_gpu_unit{t * x.s0 + (int64_t)h * x.s1, h, pc * RW, j, t < a.tokens};
+    };
+    sy_rope_gpu_rotate_loop<RW, BYTES>(x, tokens * heads * pairs, half, cs, sn, where,
+                                   [](const sy_rope_gpu_unit &, const float *, const float *) {});
 }
 
 template <int RW>
@@ -153,8 +267,8 @@ static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel
     float *cs = sy_rope_angles, *sn = sy_rope_angles + SY_ROPE_GPU_TOKENS * f.half;
     const int64_t t0 = (int64_t)blockIdx.x * SY_ROPE_GPU_TOKENS;
     sy_rope_gpu_angles(f, a, t0, SY_ROPE_GPU_TOKENS, cs, sn);
-    sy_rope_gpu_rotate_heads<RW>(a.q, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.q.heads, cs, sn);
-    sy_rope_gpu_rotate_heads<RW>(a.k, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.k.heads, cs, sn);
+    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.q, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.q.heads, cs, sn);
+    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.k, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.k.heads, cs, sn);
 }
 
 /* Fused: the tiles of kv_layout.write (sy_kv_gpu_plan), each block also rotating its tokens' q
@@ -164,7 +278,7 @@ static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel
  * whose tokens have more is rotated in batches of tokens. */
 template <int LAYOUT, int STORE, int RW, int SRC>
 static __global__
-__launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS(STORE)) void sy_rope_gpu_kv_kernel(
+__launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS) void sy_rope_gpu_kv_kernel(
     const sy_rope_gpu_freqs f, const sy_rope_gpu_args a, const sy_kv_gpu_pool pool, const sy_kv_gpu_rows v_src,
     const sy_kv_gpu_index ix, const sy_kv_gpu_launch l)
 {
@@ -184,19 +298,18 @@ __launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS(STORE)) void
             __syncthreads(); /* the previous batch is done with the angles */
         sy_rope_gpu_angles(f, a, tl.t0 + b0, n, cs, sn);
 
-        const uint32_t units = n * heads * pairs;
-        for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
-            const uint32_t pc = u % pairs, hh = u / pairs % heads, jb = u / (pairs * heads), j = b0 + jb;
-            if (tl.t0 + j >= a.tokens)
-                continue;
-            float first[RW], second[RW];
-            sy_rope_gpu_rotate<RW>(a.k, tl.t0 + j, h0 + hh, pc * RW, half, cs + jb * half, sn + jb * half, first,
-                                   second);
-            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, j, hh, pc * RW, first, pool.k_scale);
-            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, j, hh, half + pc * RW, second, pool.k_scale);
-        }
+        const auto where = [&](uint32_t u) {
+            const uint32_t pc = u % pairs, h = h0 + u / pairs % heads, jb = u / (pairs * heads);
+            const int64_t t = tl.t0 + b0 + jb;
+            return sy_rope_gpu_unit{t * a.k.s0 + (int64_t)h * a.k.s1, h, pc * RW, jb, t < a.tokens};
+        };
+        const auto stage = [&](const sy_rope_gpu_unit &u, const float *first, const float *second) {
+            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, b0 + u.j, u.h - h0, u.i0, first, pool.k_scale);
+            sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, b0 + u.j, u.h - h0, half + u.i0, second, pool.k_scale);
+        };
+        sy_rope_gpu_rotate_loop<RW, SY_ROPE_GPU_FUSED_BYTES>(a.k, n * heads * pairs, half, cs, sn, where, stage);
         if (q_heads)
-            sy_rope_gpu_rotate_heads<RW>(a.q, a, half, tl.t0 + b0, n, q0, q_heads, cs, sn);
+            sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_FUSED_BYTES>(a.q, a, half, tl.t0 + b0, n, q0, q_heads, cs, sn);
     }
     __syncthreads();
     sy_kv_gpu_tile_store<LAYOUT, STORE>(pool, tl, s);
