@@ -726,14 +726,26 @@ typedef struct moe_gpu_scratch {
 
 #if defined(SY_VENDOR_CUDA)
 #include "moe_mxfp4_gpu_mma.cuh"
-enum { MOE_GPU_CHUNK_TOKENS = MOE_MMA_TOKENS };
+enum { MOE_GPU_CHUNK_TOKENS = MOE_MMA_TOKENS }; /* the smallest chunk size a call plans */
 #else
 enum { MOE_GPU_CHUNK_TOKENS = MOE_GPU_TOKENS };
 #endif
 
-static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts)
+/* Pairs of one chunk for a call of `pairs` routed pairs, every pass of it. */
+static int32_t moe_gpu_chunk_tokens(int64_t pairs, uint32_t experts)
 {
-    return (pairs + MOE_GPU_CHUNK_TOKENS - 1) / MOE_GPU_CHUNK_TOKENS + experts;
+#if defined(SY_VENDOR_CUDA)
+    return moe_mma_chunk_tokens(pairs, experts);
+#else
+    (void)pairs, (void)experts;
+    return MOE_GPU_TOKENS;
+#endif
+}
+
+/* At most one chunk an expert is partly filled. */
+static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk_tokens)
+{
+    return (pairs + (uint32_t)chunk_tokens - 1) / (uint32_t)chunk_tokens + experts;
 }
 
 #if defined(SY_VENDOR_CUDA)
@@ -752,12 +764,14 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
 
 /* The grouped product of one matrix over every chunk: tensor cores on CUDA, CUDA cores on HIP. */
 template <bool W13>
-static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
+static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tokens, unsigned max_chunks,
+                                        gpuStream_t gs, sy_error *err)
 {
 #if defined(SY_VENDOR_CUDA)
-    return g.in_lo_offset ? moe_mma_launch<W13, true>(g, max_chunks, gs, err)
-                          : moe_mma_launch<W13, false>(g, max_chunks, gs, err);
+    return g.in_lo_offset ? moe_mma_launch<W13, true>(g, chunk_tokens, max_chunks, gs, err)
+                          : moe_mma_launch<W13, false>(g, chunk_tokens, max_chunks, gs, err);
 #else
+    (void)chunk_tokens;
     const unsigned slices = W13 ? g.out_rows / MOE_GPU_W13_INDICES : (g.out_rows + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS;
     moe_gpu_gemm_kernel<W13><<<dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs>>>(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe grouped product (w13)" : "moe grouped product (w2)");
@@ -772,7 +786,7 @@ static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t 
     const size_t sizes[8] = {sizeof(int32_t) * 2 * E,
                              sizeof(int32_t) * (E + 1),
                              sizeof(int32_t) * 2,
-                             sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts),
+                             sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts, MOE_GPU_CHUNK_TOKENS),
                              sizeof(int32_t) * pairs,
                              sizeof(float) * pairs * d->intermediate,
                              sizeof(float) * pairs * d->hidden,
@@ -884,7 +898,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     plan.n_chunks = s.n_chunks;
     plan.valid = s.valid;
     plan.experts = E;
-    plan.chunk_tokens = MOE_GPU_CHUNK_TOKENS;
+    plan.chunk_tokens = moe_gpu_chunk_tokens(T * k, E);
 
     moe_gpu_gemm g;
     memset(&g, 0, sizeof g);
@@ -902,7 +916,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         const int32_t *ids = (const int32_t *)a->topk_ids.data + t0 * k;
         const float *weights = (const float *)a->topk_weights.data + t0 * k;
         const unsigned pair_blocks = (unsigned)((pairs + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS);
-        const unsigned max_chunks = (unsigned)moe_gpu_max_chunks((uint32_t)pairs, E);
+        const unsigned max_chunks = (unsigned)moe_gpu_max_chunks((uint32_t)pairs, E, plan.chunk_tokens);
 
         SY_GPU_CHECKF(err, gpuMemsetAsync(s.counts, 0, s.count_bytes, gs), "for the expert counts");
         moe_gpu_count_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.counts);
@@ -936,7 +950,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 #endif
         g.out_hi = (uint16_t *)s.act;
         g.out_lo_offset = (int64_t)max_pairs * d.intermediate;
-        st = moe_gpu_launch_product<true>(g, max_chunks, gs, err);
+        st = moe_gpu_launch_product<true>(g, plan.chunk_tokens, max_chunks, gs, err);
         if (st != SY_OK)
             return st;
 
@@ -953,7 +967,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_lo_offset = g.out_lo_offset * (int64_t)sizeof(uint16_t);
         g.x_async = 1;
 #endif
-        st = moe_gpu_launch_product<false>(g, max_chunks, gs, err);
+        st = moe_gpu_launch_product<false>(g, plan.chunk_tokens, max_chunks, gs, err);
         if (st != SY_OK)
             return st;
 

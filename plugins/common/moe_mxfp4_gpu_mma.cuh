@@ -56,6 +56,9 @@ enum {
     MOE_MMA_TILES = 2 * MOE_MMA_WARPS,         /* 16-row tiles of a CTA, two per warp */
     MOE_MMA_N = 8,                             /* tokens of one mma */
     MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: up to 2 n-tiles */
+    MOE_MMA_WIDE_TOKENS = 64,                  /* pairs of one chunk of the wide kernel: up to 8 n-tiles */
+    MOE_MMA_WIDE_AVERAGE = 48,                 /* routed pairs an expert from which a call runs the wide kernel */
+    MOE_MMA_N_GROUP = 2,                       /* n-tiles whose block partials a warp holds at once */
     MOE_MMA_STAGE_BLOCKS = 4,                  /* MXFP4 blocks of K a pipeline stage holds */
     MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
     MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
@@ -64,39 +67,42 @@ enum {
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
     /* Two stages of the largest chunk shape (20 KB). */
     MOE_MMA_RING_BYTES = 40 * 1024,
+    /* The wide kernel's: two stages of 64 pairs of two planes (50 KB), three of one plane; 2 CTAs an SM. */
+    MOE_MMA_WIDE_RING_BYTES = 100 * 1024,
     /* A stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales). */
     MOE_MMA_SCALE_F32_BYTES = MOE_MMA_THREADS * 16,
     MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES,
+    MOE_MMA_WIDE_SMEM_BYTES = MOE_MMA_WIDE_RING_BYTES + MOE_MMA_SCALE_F32_BYTES,
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
 
-static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
+static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0 && MOE_MMA_WIDE_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
 static_assert(MOE_MMA_W_BYTES == 4 * 16 * MOE_MMA_THREADS, "four 16-byte weight copies per thread a stage");
 static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy per thread a stage");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
 
 /* One ring stage of a chunk of NT n-tiles: weights, scales, then the PLANES ? 2 : 1 planes (high
- * parts, low parts) of NT * 8 input rows. */
-template <int NT, bool PLANES>
+ * parts, low parts) of NT * 8 input rows; as many as fit a ring of RING bytes. */
+template <int NT, bool PLANES, int RING>
 struct moe_mma_stage {
     static constexpr int x_plane = NT * MOE_MMA_N * MOE_MMA_X_ROW;
     static constexpr int bytes = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + (PLANES ? 2 : 1) * x_plane;
-    static constexpr int count = MOE_MMA_RING_BYTES / bytes;
+    static constexpr int count = RING / bytes;
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
 };
 
-/* Tile t of a CTA in tile-order rows: w13 warp t/2's gate (even t) or up (odd t) tile of
- * intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
+/* Tile t of a CTA of output slice `slice` in tile-order rows: w13 warp t/2's gate (even t) or up
+ * (odd t) tile of intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
 template <bool W13>
-static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &a, int t)
+static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &a, uint32_t slice, int t)
 {
     return W13 ? sy_moe_w13_tile_row(a.gate_up_layout,
-                                     (uint32_t)(t % 2) * a.inter_padded + blockIdx.y * MOE_MMA_W13_INDICES +
+                                     (uint32_t)(t % 2) * a.inter_padded + slice * MOE_MMA_W13_INDICES +
                                          (uint32_t)(t / 2) * 16u,
                                      a.inter_padded)
-               : blockIdx.y * MOE_MMA_W2_ROWS + 16u * (uint32_t)t;
+               : slice * MOE_MMA_W2_ROWS + 16u * (uint32_t)t;
 }
 
 /* This thread's share of every pipeline stage, as addresses of stage 0: four 16-byte pieces of
@@ -113,11 +119,11 @@ struct moe_mma_sources {
 
 /* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`: the weights, the
  * scales and each staged row's bf16 parts (PLANES: the high plane and the low plane). */
-template <int NT, bool PLANES>
+template <int NT, bool PLANES, int RING>
 static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources<NT> &src,
                                                      uint32_t st, uint8_t *slot)
 {
-    using stage = moe_mma_stage<NT, PLANES>;
+    using stage = moe_mma_stage<NT, PLANES, RING>;
     const int tid = (int)threadIdx.x;
     const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
@@ -187,13 +193,18 @@ static __device__ __forceinline__ void moe_mma_each(F f)
 
 /* The products of one landed stage in ring slot `slot` (stage st; blocks past kb skipped), added to
  * the warp's accumulators: per block, each tile's bf16 products over the block's 32 k, then the
- * block's scale applied to that partial. */
-template <int NT, bool PLANES>
+ * block's scale applied to that partial. The n-tiles go MOE_MMA_N_GROUP at a time, each group with
+ * its own partials and B fragments and the block's decoded weights shared by all, so that a wide
+ * chunk's registers grow with its accumulators only; every accumulator sees the same products in
+ * the same order whatever the chunk's size. */
+template <int NT, bool PLANES, int RING>
 static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slot, uint32_t st, uint32_t kb,
                                                               const uint32_t (&tile_np)[2], float4 *warp_scales,
                                                               float (&acc)[2][NT][4])
 {
-    using stage = moe_mma_stage<NT, PLANES>;
+    using stage = moe_mma_stage<NT, PLANES, RING>;
+    constexpr int NG = NT < MOE_MMA_N_GROUP ? NT : MOE_MMA_N_GROUP;
+    static_assert(NT % NG == 0, "whole n-tile groups");
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
@@ -201,62 +212,78 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
     moe_mma_stage_scales(slot, st, tile_np, warp_scales);
     __syncwarp();
     const auto block = [&](int jj) {
-        /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in sy_e2m1x8_to_bf16_pairs's order: the high
-         * parts and (PLANES) the low. */
-        uint32_t bh[NT][4], bl[NT][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-            const uint4 h = *(const uint4 *)xr;
-            sy_bf16x8_in_e2m1_pair_order(h.x, h.y, h.z, h.w, bh[nt]);
-            if (PLANES) {
-                const uint4 l = *(const uint4 *)(xr + stage::x_plane);
-                sy_bf16x8_in_e2m1_pair_order(l.x, l.y, l.z, l.w, bl[nt]);
-            }
-        }
-        float part[2][NT][4];
-        moe_mma_each<NT>([&](int mt, int nt, int r) { part[mt][nt][r] = 0.0f; });
         const float4 sc = warp_scales[4 * g + jj];
         const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
+        /* A of k-step s of each m-tile: rows g, g + 8 of the block's e2m1 codes as bf16 pairs */
+        uint32_t frag[2][2][4];
 #pragma unroll
-        for (int mt = 0; mt < 2; mt++) {
-            const int t = warp * 2 + mt;
-            const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
-            const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
-            const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
-            uint32_t rg[4], rg8[4];
-            sy_e2m1x8_to_bf16_pairs(row_g, rg);
-            sy_e2m1x8_to_bf16_pairs(row_g8, rg8);
+        for (int n0 = 0; n0 < NT; n0 += NG) {
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in sy_e2m1x8_to_bf16_pairs's order: the
+             * high parts and (PLANES) the low. */
+            uint32_t bh[NG][4], bl[NG][4];
 #pragma unroll
-            for (int s = 0; s < 2; s++) {
-                const uint32_t frag[4] = {rg[2 * s], rg8[2 * s], rg[2 * s + 1], rg8[2 * s + 1]};
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    sy_mma_bf16(part[mt][nt], frag, bh[nt][2 * s], bh[nt][2 * s + 1]);
-                    if (PLANES)
-                        sy_mma_bf16(part[mt][nt], frag, bl[nt][2 * s], bl[nt][2 * s + 1]);
+            for (int i = 0; i < NG; i++) {
+                const uint8_t *xr = xs + ((n0 + i) * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
+                const uint4 h = *(const uint4 *)xr;
+                sy_bf16x8_in_e2m1_pair_order(h.x, h.y, h.z, h.w, bh[i]);
+                if (PLANES) {
+                    const uint4 l = *(const uint4 *)(xr + stage::x_plane);
+                    sy_bf16x8_in_e2m1_pair_order(l.x, l.y, l.z, l.w, bl[i]);
                 }
             }
-        }
-        moe_mma_each<NT>([&](int mt, int nt, int r) {
-            acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
-        });
-    };
+            float part[2][NG][4];
+            moe_mma_each<NG>([&](int mt, int i, int r) { part[mt][i][r] = 0.0f; });
 #pragma unroll
+            for (int mt = 0; mt < 2; mt++) {
+                if (n0 == 0) {
+                    const int t = warp * 2 + mt;
+                    const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
+                    const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
+                    const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
+                    uint32_t rg[4], rg8[4];
+                    sy_e2m1x8_to_bf16_pairs(row_g, rg);
+                    sy_e2m1x8_to_bf16_pairs(row_g8, rg8);
+#pragma unroll
+                    for (int s = 0; s < 2; s++) {
+                        frag[mt][s][0] = rg[2 * s];
+                        frag[mt][s][1] = rg8[2 * s];
+                        frag[mt][s][2] = rg[2 * s + 1];
+                        frag[mt][s][3] = rg8[2 * s + 1];
+                    }
+                }
+#pragma unroll
+                for (int s = 0; s < 2; s++)
+#pragma unroll
+                    for (int i = 0; i < NG; i++) {
+                        sy_mma_bf16(part[mt][i], frag[mt][s], bh[i][2 * s], bh[i][2 * s + 1]);
+                        if (PLANES)
+                            sy_mma_bf16(part[mt][i], frag[mt][s], bl[i][2 * s], bl[i][2 * s + 1]);
+                    }
+            }
+            moe_mma_each<NG>([&](int mt, int i, int r) {
+                acc[mt][n0 + i][r] = fmaf(part[mt][i][r], scale[mt][r / 2], acc[mt][n0 + i][r]);
+            });
+        }
+    };
+    /* Wide bodies are long enough without unrolling the blocks: unrolled, the kernel's four bodies
+     * overflowed the instruction cache (ncu at 8192 tokens: 37% of w13's stall samples "no
+     * instruction"). */
+#pragma unroll(NT > MOE_MMA_N_GROUP ? 1 : MOE_MMA_STAGE_BLOCKS)
     for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++)
         if (st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb)
             block(jj);
 }
 
-template <bool W13, int NT, bool PLANES>
-static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint8_t *smem)
+template <bool W13, int NT, bool PLANES, int RING>
+static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint32_t slice,
+                                                     uint8_t *smem)
 {
-    float4 *warp_scales = (float4 *)(smem + MOE_MMA_RING_BYTES) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
+    float4 *warp_scales = (float4 *)(smem + RING) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const moe_gpu_matrix &m = a.m;
     const uint32_t e = (uint32_t)ch.expert;
-    using stage = moe_mma_stage<NT, PLANES>;
+    using stage = moe_mma_stage<NT, PLANES, RING>;
     constexpr int STAGES = stage::count;
 
     /* Rows up to the padded size exist (zeros), so only stores check the unpadded size, and every
@@ -265,9 +292,9 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     moe_mma_sources<NT> src;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        src.w[i] = blocks + sy_moe_block_offset(moe_mma_tile_row<W13>(a, tid / 64 + 2 * i), 0, m.kblocks) +
+        src.w[i] = blocks + sy_moe_block_offset(moe_mma_tile_row<W13>(a, slice, tid / 64 + 2 * i), 0, m.kblocks) +
                    (tid % 64) * 16;
-    src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13>(a, tid / 16) / 32u * 32u, 0, m.kblocks) +
+    src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13>(a, slice, tid / 16) / 32u * 32u, 0, m.kblocks) +
                 (tid % 16) * 16;
     src.x_column = (uint32_t)(tid % 16);
 #pragma unroll
@@ -282,10 +309,10 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     uint32_t tile_np[2];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
-        tile_np[mt] = (moe_mma_tile_row<W13>(a, warp * 2 + mt) / 16u) % 2u;
+        tile_np[mt] = (moe_mma_tile_row<W13>(a, slice, warp * 2 + mt) / 16u) % 2u;
 
-    const uint32_t first = W13 ? blockIdx.y * MOE_MMA_W13_INDICES + (uint32_t)warp * 16u
-                               : blockIdx.y * MOE_MMA_W2_ROWS + (uint32_t)warp * 32u;
+    const uint32_t first = W13 ? slice * MOE_MMA_W13_INDICES + (uint32_t)warp * 16u
+                               : slice * MOE_MMA_W2_ROWS + (uint32_t)warp * 32u;
     const bool live = first < a.out_rows;
     float acc[2][NT][4];
     moe_mma_each<NT>([&](int mt, int nt, int r) { acc[mt][nt][r] = 0.0f; });
@@ -294,7 +321,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if ((uint32_t)s < stages)
-            moe_mma_issue<NT, PLANES>(a, src, (uint32_t)s, smem + s * stage::bytes);
+            moe_mma_issue<NT, PLANES, RING>(a, src, (uint32_t)s, smem + s * stage::bytes);
         sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
     uint32_t cur = 0; /* stage st's slot, st % STAGES */
@@ -304,10 +331,10 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         __syncthreads();
         const uint32_t next = st + STAGES - 1, next_slot = cur == 0 ? STAGES - 1 : cur - 1;
         if (next < stages)
-            moe_mma_issue<NT, PLANES>(a, src, next, smem + next_slot * stage::bytes);
+            moe_mma_issue<NT, PLANES, RING>(a, src, next, smem + next_slot * stage::bytes);
         sy_cp_async_commit();
         if (live)
-            moe_mma_multiply_stage<NT, PLANES>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
+            moe_mma_multiply_stage<NT, PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
     }
     if (!live)
@@ -341,35 +368,71 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         }
 }
 
-template <bool W13, bool PLANES>
-static __global__ void __launch_bounds__(MOE_MMA_THREADS, 5) moe_mma_kernel(moe_gpu_gemm a)
+/* WIDE: chunks of up to MOE_MMA_WIDE_TOKENS pairs, for calls with many pairs an expert, where the
+ * weights' decode is shared by up to 64 tokens instead of 16 (the ring and the accumulators leave 2
+ * CTAs an SM); otherwise chunks of up to MOE_MMA_TOKENS, 5 CTAs an SM. */
+template <bool W13, bool PLANES, bool WIDE>
+static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
 {
     extern __shared__ __align__(16) uint8_t moe_mma_smem[];
-    if ((int32_t)blockIdx.x >= *a.n_chunks)
+    /* Wide: the output slices of a chunk run side by side (blockIdx.x), so that its input rows,
+     * read by every slice, stay in L2; at 8192 tokens w2's input planes (94 MB a pass) are larger
+     * than L2 and were read from DRAM once per slice when the chunks went first. */
+    const uint32_t chunk = WIDE ? blockIdx.y : blockIdx.x, slice = WIDE ? blockIdx.x : blockIdx.y;
+    if ((int32_t)chunk >= *a.n_chunks)
         return;
-    const moe_gpu_chunk ch = a.chunks[blockIdx.x];
+    const moe_gpu_chunk ch = a.chunks[chunk];
     /* The n-tile count is uniform over the CTA: each gets its own unrolled body and ring. */
-    if (ch.count <= MOE_MMA_N)
-        moe_mma_chunk<W13, 1, PLANES>(a, ch, moe_mma_smem);
-    else
-        moe_mma_chunk<W13, 2, PLANES>(a, ch, moe_mma_smem);
+    if constexpr (WIDE) {
+        constexpr int R = MOE_MMA_WIDE_RING_BYTES;
+        if (ch.count <= 2 * MOE_MMA_N)
+            moe_mma_chunk<W13, 2, PLANES, R>(a, ch, slice, moe_mma_smem);
+        else if (ch.count <= 4 * MOE_MMA_N)
+            moe_mma_chunk<W13, 4, PLANES, R>(a, ch, slice, moe_mma_smem);
+        else if (ch.count <= 6 * MOE_MMA_N)
+            moe_mma_chunk<W13, 6, PLANES, R>(a, ch, slice, moe_mma_smem);
+        else
+            moe_mma_chunk<W13, 8, PLANES, R>(a, ch, slice, moe_mma_smem);
+    } else {
+        if (ch.count <= MOE_MMA_N)
+            moe_mma_chunk<W13, 1, PLANES, MOE_MMA_RING_BYTES>(a, ch, slice, moe_mma_smem);
+        else
+            moe_mma_chunk<W13, 2, PLANES, MOE_MMA_RING_BYTES>(a, ch, slice, moe_mma_smem);
+    }
 }
 
-/* Launches the product of one matrix over every chunk. */
-template <bool W13, bool PLANES>
-static sy_status moe_mma_launch(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
+/* Pairs of one chunk for a call of `pairs` routed pairs over `experts`: the wide kernel's when the
+ * experts average MOE_MMA_WIDE_AVERAGE pairs or more. */
+static inline int32_t moe_mma_chunk_tokens(int64_t pairs, uint32_t experts)
 {
+    return pairs >= (int64_t)experts * MOE_MMA_WIDE_AVERAGE ? MOE_MMA_WIDE_TOKENS : MOE_MMA_TOKENS;
+}
+
+/* Launches the product of one matrix over every chunk, planned with chunks of chunk_tokens pairs. */
+template <bool W13, bool PLANES, bool WIDE>
+static sy_status moe_mma_launch_as(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
+{
+    const int smem = WIDE ? MOE_MMA_WIDE_SMEM_BYTES : MOE_MMA_SMEM_BYTES;
     /* Past 48 KB of shared memory a kernel must opt in. The attribute belongs to the current
      * device, so it is set on every launch rather than once per process. */
     SY_GPU_CHECKF(err,
-                  cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)MOE_MMA_SMEM_BYTES),
-                  "for %d bytes of shared memory", (int)MOE_MMA_SMEM_BYTES);
+                  cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES, WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       smem),
+                  "for %d bytes of shared memory", smem);
     const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
                                 : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
-    moe_mma_kernel<W13, PLANES><<<dim3(max_chunks, slices), MOE_MMA_THREADS, MOE_MMA_SMEM_BYTES, gs>>>(g);
+    const dim3 grid = WIDE ? dim3(slices, max_chunks) : dim3(max_chunks, slices);
+    moe_mma_kernel<W13, PLANES, WIDE><<<grid, MOE_MMA_THREADS, smem, gs>>>(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
     return SY_OK;
+}
+
+template <bool W13, bool PLANES>
+static sy_status moe_mma_launch(const moe_gpu_gemm &g, int32_t chunk_tokens, unsigned max_chunks, gpuStream_t gs,
+                                sy_error *err)
+{
+    return chunk_tokens > MOE_MMA_TOKENS ? moe_mma_launch_as<W13, PLANES, true>(g, max_chunks, gs, err)
+                                         : moe_mma_launch_as<W13, PLANES, false>(g, max_chunks, gs, err);
 }
 
 #endif

@@ -8,8 +8,9 @@
  *   moe prepare   the device-prepared buffer equals the host-prepared one byte for byte (both layouts)
  *   moe route     the same expert ids (ties to the lower id), weights within 1e-6 relative L2
  *   moe forward   within 1e-5 (f32) / 5e-3 (bf16) of the cpu twin, INTERLEAVE and SEPARATED equal bit
- *                 for bit, a repeated run equal bit for bit, a buffer of the other layout giving NaN;
- *                 small shapes also against a double-precision gpt-oss MoE
+ *                 for bit, a repeated run equal bit for bit, the first 7 tokens run alone equal bit
+ *                 for bit, a buffer of the other layout giving NaN; small shapes also against a
+ *                 double-precision gpt-oss MoE
  *   norm          out within 1e-6 (f32) / 1e-3 (bf16), residual_out bit for bit, the padding zero
  *   linear        within 1e-5 (f32 y; 3e-5 for f32 x on bf16 weights) / 4e-3 (bf16 y) of the cpu twin
  *                 and of a double reference
@@ -302,6 +303,12 @@ static const moe_case MOE_CASES[] = {
     {3, 32, 32, 2, 5, 1},         /* one MXFP4 block a row */
     {7, 288, 1056, 3, 1, 1},      /* one token; intermediate past one staging chunk */
     {4, 64, 96, 4, 2100, 0},      /* 8400 routed pairs: two passes of the forward */
+    /* k = E: every token routes to every expert, so each expert's pairs are known: 2048 a pass, then
+     * 12, 30 and 44 in the second pass, the chunk sizes of each of the CUDA wide product's bodies
+     * (2, 4 and 6 n-tiles; 2100 above has 52, 8 n-tiles). */
+    {4, 160, 96, 4, 2060, 0},
+    {4, 160, 96, 4, 2078, 0},
+    {4, 160, 96, 4, 2092, 0},
 };
 
 /* The checkpoint's tensors on the device. */
@@ -533,6 +540,26 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     verdict(rel <= tol, "%s %s: rel L2 %.2e against the cpu twin (tol %.0e)", moe_names[0], what, rel, tol);
     verdict(memcmp(outs[0], outs[1], out_bytes) == 0, "interleave and separated %s: equal bit for bit", what);
     verdict(memcmp(outs[0], outs[2], out_bytes) == 0, "%s %s: a repeated run equal bit for bit", moe_names[0], what);
+    /* A token's output is a function of its own row: the first few tokens alone (a call with a
+     * different chunk plan, and on CUDA the narrow product where the whole call ran the wide one)
+     * give the same bits. */
+    const uint32_t few = T < 7 ? T : 7;
+    if (few < T) {
+        void *d_out = dev_buffer(NULL, out_bytes), *out_few = malloc(out_bytes);
+        a.x = matrix(d_x, x_dtype, few, cols, ldx);
+        a.topk_ids = matrix(d_ids, SY_DTYPE_I32, few, k, k);
+        a.topk_weights = matrix(d_weights, F32, few, k, k);
+        a.out = matrix(d_out, out_dtype, few, H, H);
+        a.prepared = gpu[0].prepared;
+        ck_assert_msg(gpu[0].ops->forward(gpu[0].ctx, NULL, &a, &err) == SY_OK, "%s forward: %s", moe_names[0],
+                      err.msg);
+        const size_t few_bytes = (size_t)few * H * sy_dtype_size(out_dtype);
+        download(out_few, d_out, few_bytes);
+        verdict(memcmp(outs[0], out_few, few_bytes) == 0, "%s %s: its first %u tokens alone equal bit for bit",
+                moe_names[0], what, few);
+        dev_free(d_out);
+        free(out_few);
+    }
     size_t numbers = 0;
     for (size_t i = 0; i < (size_t)T * H; i++)
         numbers += !isnan(value_at(outs[3], out_dtype, i));
