@@ -16,12 +16,14 @@
  *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
  *            counts, and a list of chunks (expert, first, count <= the product's chunk size) per expert
  *   scatter  the pairs grouped by expert
- *   split    (CUDA, f32 x) x as bf16 high and low planes, the tensor-core product's input
+ *   stage    (CUDA) x as the tensor-core product takes it: aligned rows in its pair order, f32 x as
+ *            bf16 high and low planes
  *   w13      per (chunk, a slice of intermediate indices): gate and up rows times the chunk's
  *            tokens, + b13, clamped SwiGLU -> act[pair][I] (CUDA: as two bf16 planes, for w2)
  *   w2       per (chunk, a slice of hidden rows): W2 act + b2 -> y[pair][H]
  *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
- * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs).
+ * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs, or
+ * 64 in calls with many pairs an expert).
  * The rest of this comment is the CUDA-core product the HIP build uses. Each weight byte of an
  * expert is read once per chunk of up to 4 of its tokens (16-byte loads, 16 rows x 16 blocks =
  * 4 KB per CTA step, coalesced), and every sum is a function of one pair's
@@ -499,7 +501,6 @@ typedef struct moe_gpu_gemm {
     uint32_t gate_up_layout, inter_padded;
     float alpha, limit;
     /* The tensor-core product (CUDA) only: */
-    int32_t x_async;      /* bf16 input rows 16-byte aligned at every block: copied asynchronously */
     int64_t in_lo_offset; /* two-plane input: bytes from a row's high parts to its low parts; 0: one plane */
     uint16_t *out_hi;     /* w13: act as two bf16 planes, the high parts here ... */
     int64_t out_lo_offset; /* ... and the low parts this many elements further */
@@ -721,7 +722,7 @@ typedef struct moe_gpu_scratch {
     moe_gpu_chunk *chunks;
     float *act, *y;
     size_t count_bytes; /* counts and fill, cleared before each pass */
-    uint16_t *x_planes; /* CUDA, f32 x: the slice's x as bf16 high and low planes */
+    uint16_t *x_planes; /* CUDA: the slice's x as the product takes it (moe_gpu_stage_x_kernel) */
 } moe_gpu_scratch;
 
 #if defined(SY_VENDOR_CUDA)
@@ -749,15 +750,21 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 }
 
 #if defined(SY_VENDOR_CUDA)
-/* Row blockIdx.x of an f32 x as two bf16 planes [rows][H], high parts at hi and the bf16 of the
- * remainders `plane` elements further: what the tensor-core product takes for f32 input. */
+/* Row blockIdx.x of x as the tensor-core product's input [rows][H]: 16-byte aligned rows, each
+ * group of 8 in the pair order of sy_e2m1_pair_slot; bf16 x as it is, f32 x as two bf16 planes,
+ * the high parts at hi and the bf16 of the remainders `plane` elements further. */
 static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
-    moe_gpu_split_kernel(const float *x, int64_t x_stride, uint32_t H, uint16_t *hi, size_t plane)
+    moe_gpu_stage_x_kernel(const void *x, int32_t dtype, int64_t x_stride, uint32_t H, uint16_t *hi, size_t plane)
 {
-    const float *row = x + (int64_t)blockIdx.x * x_stride;
+    const int64_t row = (int64_t)blockIdx.x * x_stride;
     uint16_t *out = hi + (size_t)blockIdx.x * H;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
-        sy_mma_split_bf16_one(row[i], &out[i], &out[plane + i]);
+    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
+        const uint32_t at = (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
+        if (dtype == SY_DTYPE_F32)
+            sy_mma_split_bf16_one(((const float *)x)[row + i], &out[at], &out[plane + at]);
+        else
+            out[at] = ((const uint16_t *)x)[row + i];
+    }
 }
 
 #endif
@@ -872,12 +879,12 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
     const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
 #if defined(SY_VENDOR_CUDA)
-    const bool split_x = a->x.dtype == SY_DTYPE_F32; /* the tensor-core product takes f32 as two bf16 planes */
+    const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_x_kernel) */
 #else
-    const bool split_x = false; /* HIP's CUDA-core product reads f32 x as it is */
+    const bool stage_x = false; /* HIP's CUDA-core product reads x as it is */
 #endif
     moe_gpu_scratch s;
-    st = moe_gpu_reserve(c, &d, max_pairs, split_x ? max_tokens : 0u, &s, err);
+    st = moe_gpu_reserve(c, &d, max_pairs, stage_x ? max_tokens : 0u, &s, err);
     if (st != SY_OK)
         return st;
 
@@ -934,18 +941,17 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_stride = x_stride;
         g.out = s.act;
         g.out_rows = d.intermediate;
-        g.x_async = (uintptr_t)g.in % 16u == 0 && (x_stride * (int64_t)x_elem) % 16 == 0;
         g.in_lo_offset = 0;
 #if defined(SY_VENDOR_CUDA)
-        if (split_x) {
+        {
             const size_t plane = (size_t)max_tokens * d.hidden;
-            moe_gpu_split_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
-                (const float *)g.in, x_stride, d.hidden, s.x_planes, plane);
-            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_split_kernel");
+            moe_gpu_stage_x_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(g.in, a->x.dtype, x_stride,
+                                                                                      d.hidden, s.x_planes, plane);
+            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_x_kernel");
             g.in = s.x_planes;
             g.in_dtype = SY_DTYPE_BF16;
             g.in_stride = d.hidden;
-            g.in_lo_offset = (int64_t)(plane * sizeof(uint16_t));
+            g.in_lo_offset = a->x.dtype == SY_DTYPE_F32 ? (int64_t)(plane * sizeof(uint16_t)) : 0;
         }
 #endif
         g.out_hi = (uint16_t *)s.act;
@@ -965,7 +971,6 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         /* The act planes w13 wrote: rows of a multiple of 32 bf16 from an aligned allocation. */
         g.in_dtype = SY_DTYPE_BF16;
         g.in_lo_offset = g.out_lo_offset * (int64_t)sizeof(uint16_t);
-        g.x_async = 1;
 #endif
         st = moe_gpu_launch_product<false>(g, plan.chunk_tokens, max_chunks, gs, err);
         if (st != SY_OK)

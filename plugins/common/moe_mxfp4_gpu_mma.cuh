@@ -7,7 +7,11 @@
  * a slice of output rows: for w13, 64 intermediate indices (each warp the gate and the up tile of
  * 16 indices, so SwiGLU is applied in registers); for w2, 128 hidden rows (32 per warp). The
  * weights of an expert are read once per chunk, which at decode sizes is once per step: 128 tokens
- * top-4 of 128 experts give about 4 pairs an expert, and a chunk holds 16.
+ * top-4 of 128 experts give about 4 pairs an expert, and a chunk holds 16. Calls whose experts
+ * average MOE_MMA_WIDE_AVERAGE pairs or more (prefill sizes) run the wide kernel instead, chunks of
+ * up to 64 pairs, so that one decode of the weights serves up to 64 tokens (the ring and the
+ * accumulators of 8 n-tiles leave 2 CTAs an SM). H200, 8192 tokens (four passes of 8192 pairs):
+ * 14.8 ms with chunks of 16, 12.0 ms wide.
  *
  * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps a ring of
  * stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input rows) while it
@@ -30,13 +34,14 @@
  * MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows, k = 8c ..
  * 8c+7, as one word of 8 codes, which sy_e2m1x8_to_bf16_pairs turns into the bf16 pairs of k (0, 4),
  * (1, 5), (2, 6), (3, 7) (offsets from 8c); step s (0, 1) maps columns {2c, 2c+1} to the pair
- * 2s and {2c+8, 2c+9} to the pair 2s+1, and the lane's B registers, one 16-byte read of the staged
- * input (k = 8c .. 8c+7), are put in the same order by byte permutes (sy_bf16x8_in_e2m1_pair_order).
+ * 2s and {2c+8, 2c+9} to the pair 2s+1. The inputs are written in that order (sy_e2m1_pair_slot:
+ * x by moe_gpu_stage_x_kernel, act by w13's epilogue), so the lane's B registers are one 16-byte
+ * read of the staged input (k = 8c .. 8c+7) as it is.
  *
  * Exactness. An E2M1 value is exact in bf16 (sy_e2m1x8_to_bf16_pairs builds it exactly); the block's E8M0
  * scale is applied in f32 to the block's partial sum (a power of two). bf16 inputs go into B as
- * they are. f32 inputs (w2's activations, which w13's
- * epilogue writes so, and an f32 x, split by a pass before w13) arrive as two bf16 planes, the
+ * they are. f32 inputs (w2's activations, which w13's epilogue writes so, and an f32 x, split by
+ * the staging pass before w13) arrive as two bf16 planes, the
  * high parts and the bf16 of the remainders (mma_bf16_cuda.cuh): two products per step and no
  * conversion inside the product, where every warp would repeat it for the same inputs. Every output
  * is a function of its own pair's input row and the expert's weights: the chunk it shares, its
@@ -141,17 +146,8 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
         uint8_t *dst = xs + plane * stage::x_plane + row * MOE_MMA_X_ROW + src.x_column * 16u;
         const char *row_src = src.x_row[i % NT];
         const bool have = row_src && k < k_used;
-        if (PLANES || a.x_async) {
-            sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
-                          have ? 16 : 0);
-        } else {
-            /* bf16 rows not 16-byte aligned: plain loads, visible after the stage's barrier. */
-            uint32_t v[4] = {0u, 0u, 0u, 0u};
-#pragma unroll
-            for (uint32_t e = 0; e < 8u; e++)
-                v[e / 2] |= (have ? (uint32_t)((const uint16_t *)row_src)[k + e] : 0u) << (16 * (e % 2));
-            *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
-        }
+        sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
+                      have ? 16 : 0);
     }
 }
 
@@ -218,18 +214,15 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
         uint32_t frag[2][2][4];
 #pragma unroll
         for (int n0 = 0; n0 < NT; n0 += NG) {
-            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, in sy_e2m1x8_to_bf16_pairs's order: the
-             * high parts and (PLANES) the low. */
-            uint32_t bh[NG][4], bl[NG][4];
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, staged in sy_e2m1x8_to_bf16_pairs's
+             * order: the high parts and (PLANES) the low. */
+            uint4 bh[NG], bl[NG];
 #pragma unroll
             for (int i = 0; i < NG; i++) {
                 const uint8_t *xr = xs + ((n0 + i) * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-                const uint4 h = *(const uint4 *)xr;
-                sy_bf16x8_in_e2m1_pair_order(h.x, h.y, h.z, h.w, bh[i]);
-                if (PLANES) {
-                    const uint4 l = *(const uint4 *)(xr + stage::x_plane);
-                    sy_bf16x8_in_e2m1_pair_order(l.x, l.y, l.z, l.w, bl[i]);
-                }
+                bh[i] = *(const uint4 *)xr;
+                if (PLANES)
+                    bl[i] = *(const uint4 *)(xr + stage::x_plane);
             }
             float part[2][NG][4];
             moe_mma_each<NG>([&](int mt, int i, int r) { part[mt][i][r] = 0.0f; });
@@ -255,9 +248,9 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
                 for (int s = 0; s < 2; s++)
 #pragma unroll
                     for (int i = 0; i < NG; i++) {
-                        sy_mma_bf16(part[mt][i], frag[mt][s], bh[i][2 * s], bh[i][2 * s + 1]);
+                        sy_mma_bf16(part[mt][i], frag[mt][s], s ? bh[i].z : bh[i].x, s ? bh[i].w : bh[i].y);
                         if (PLANES)
-                            sy_mma_bf16(part[mt][i], frag[mt][s], bl[i][2 * s], bl[i][2 * s + 1]);
+                            sy_mma_bf16(part[mt][i], frag[mt][s], s ? bl[i].z : bl[i].x, s ? bl[i].w : bl[i].y);
                     }
             }
             moe_mma_each<NG>([&](int mt, int i, int r) {
@@ -352,11 +345,12 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             const uint32_t row = first + (uint32_t)g + 8u * (uint32_t)(r / 2);
             if (W13) {
                 if (row < a.out_rows) {
-                    /* act as w2's input planes: its high bf16 parts and the bf16 of the remainders. */
+                    /* act as w2's input planes: its high bf16 parts and the bf16 of the remainders,
+                     * each group of 8 in the product's pair order. */
                     const float act = moe_gpu_swiglu(acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row],
                                                      a.alpha, a.limit);
-                    sy_mma_split_bf16_one(act, &a.out_hi[pair * a.out_rows + row],
-                                          &a.out_hi[a.out_lo_offset + pair * a.out_rows + row]);
+                    const int64_t at = pair * a.out_rows + (row & ~7u) + sy_e2m1_pair_slot(row & 7u);
+                    sy_mma_split_bf16_one(act, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
                 }
             } else {
 #pragma unroll

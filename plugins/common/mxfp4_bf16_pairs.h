@@ -1,7 +1,7 @@
 /* MXFP4 E2M1 codes to bf16 pairs by bit moves, in the k order the tensor-core MoE product feeds
- * mma.sync with (moe_mxfp4_gpu_mma.cuh), and the activations' bf16 pairs put in the same order.
+ * mma.sync with (moe_mxfp4_gpu_mma.cuh), and where the activations go to be in the same order.
  * C, so that the host build tests every code in every position (tests/mxfp4); on the device the
- * byte permutes and the exact multiply are one instruction each. */
+ * exact multiply is one instruction. */
 #ifndef SY_MXFP4_BF16_PAIRS_H
 #define SY_MXFP4_BF16_PAIRS_H
 
@@ -9,21 +9,6 @@
 #include <string.h>
 
 #include "sy_portable.h"
-
-/* PTX prmt in its default mode: byte i of the result is byte (s >> 4i) & 7 of the pair (y:x). The
- * selectors used here never set the sign-replicating bit 3. */
-SY_HD uint32_t sy_byte_perm(uint32_t x, uint32_t y, uint32_t s)
-{
-#if defined(__CUDA_ARCH__)
-    return __byte_perm(x, y, s);
-#else
-    const uint64_t pool = (uint64_t)y << 32 | x;
-    uint32_t r = 0;
-    for (uint32_t i = 0; i < 4; i++)
-        r |= (uint32_t)(pool >> 8 * ((s >> 4 * i) & 7u) & 0xFFu) << 8 * i;
-    return r;
-#endif
-}
 
 /* Both halves of a bf16 pair times 2^126, exact for the values sy_e2m1x8_to_bf16_pairs builds (at
  * most two significant bits, the smallest 2^-127, a bf16 subnormal): on the device an fma with -0
@@ -64,14 +49,13 @@ SY_HD void sy_e2m1x8_to_bf16_pairs(uint32_t w, uint32_t r[4])
     r[3] = sy_bf16x2_times_2_126((w & sign) | ((w >> 6) & bits));
 }
 
-/* Eight bf16 values k = 0 .. 7 as four pairs (0, 1), (2, 3), (4, 5), (6, 7) rearranged into the
- * pairs (0, 4), (1, 5), (2, 6), (3, 7) that go with sy_e2m1x8_to_bf16_pairs. */
-SY_HD void sy_bf16x8_in_e2m1_pair_order(uint32_t k01, uint32_t k23, uint32_t k45, uint32_t k67, uint32_t b[4])
+/* Where element i (0 .. 7) of a group of eight k goes in the pair order of sy_e2m1x8_to_bf16_pairs:
+ * 0, 4, 1, 5, 2, 6, 3, 7. The product's inputs are written so (x by the staging pass, act by w13's
+ * epilogue), which makes a 16-byte read of a group the four B registers as they are, where byte
+ * permutes at every read cost one instruction a tensor-core product. */
+SY_HD uint32_t sy_e2m1_pair_slot(uint32_t i)
 {
-    b[0] = sy_byte_perm(k01, k45, 0x5410u);
-    b[1] = sy_byte_perm(k01, k45, 0x7632u);
-    b[2] = sy_byte_perm(k23, k67, 0x5410u);
-    b[3] = sy_byte_perm(k23, k67, 0x7632u);
+    return i % 4u * 2u + i / 4u;
 }
 
 #endif

@@ -1,8 +1,8 @@
 /* The e2m1 -> bf16 bit moves of the tensor-core MoE product (plugins/common/mxfp4_bf16_pairs.h),
  * run on the host: every code in every position of a word, the other seven random, against the
- * E2M1 table of the OCP MX specification written out here; and the activations' pair order that
- * goes with them. The device runs the same bit moves with one prmt and one fma for the host's byte
- * loop and f32 multiply; the H200 checks of the MoE forward cover that half. */
+ * E2M1 table of the OCP MX specification written out here; and the activations' slots that go
+ * with them. The device runs the same bit moves with one fma for the host's f32 multiply; the H200
+ * checks of the MoE forward cover that half. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,30 +50,28 @@ START_TEST(every_code_in_every_position)
 }
 END_TEST
 
-START_TEST(activation_pairs_follow_the_code_order)
+START_TEST(activation_slots_follow_the_code_order)
 {
+    /* Eight bf16 written at their slots, then read as four words (little-endian pairs): word j must
+     * hold elements j and j + 4, as code j and j + 4 of a weight word sit in pair j. */
     const uint64_t seed = sy_test_seed();
     sy_rng rng = {seed};
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        seen |= 1u << sy_e2m1_pair_slot(i);
+    ck_assert_msg(seen == 0xFFu, "the slots of 0 .. 7 are not a permutation (%02x)", seen);
     for (int trial = 0; trial < 1000; trial++) {
-        uint16_t k[8];
-        for (int i = 0; i < 8; i++)
+        uint16_t k[8], slots[8];
+        for (uint32_t i = 0; i < 8; i++) {
             k[i] = (uint16_t)sy_rng_next(&rng);
-        uint32_t b[4];
-        sy_bf16x8_in_e2m1_pair_order((uint32_t)k[1] << 16 | k[0], (uint32_t)k[3] << 16 | k[2],
-                                     (uint32_t)k[5] << 16 | k[4], (uint32_t)k[7] << 16 | k[6], b);
-        for (int i = 0; i < 4; i++)
-            ck_assert_msg(b[i] == ((uint32_t)k[i + 4] << 16 | k[i]), "seed %llu: pair %d is %08x, expected (%04x, %04x)",
-                          (unsigned long long)seed, i, b[i], k[i], k[i + 4]);
+            slots[sy_e2m1_pair_slot(i)] = k[i];
+        }
+        for (int j = 0; j < 4; j++) {
+            const uint32_t word = (uint32_t)slots[2 * j + 1] << 16 | slots[2 * j];
+            ck_assert_msg(word == ((uint32_t)k[j + 4] << 16 | k[j]), "seed %llu: pair %d is %08x, expected (%04x, %04x)",
+                          (unsigned long long)seed, j, word, k[j], k[j + 4]);
+        }
     }
-}
-END_TEST
-
-START_TEST(byte_permute_matches_prmt)
-{
-    /* PTX ISA, prmt default mode: selector nibble i picks byte i of the result from (b:a). */
-    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x5410u), 0x55441100u);
-    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x7632u), 0x77663322u);
-    ck_assert_uint_eq(sy_byte_perm(0x33221100u, 0x77665544u, 0x0123u), 0x00112233u);
 }
 END_TEST
 
@@ -82,8 +80,7 @@ int main(void)
     Suite *s = suite_create("mxfp4_bf16_pairs");
     TCase *tc = tcase_create("bit_moves");
     tcase_add_test(tc, every_code_in_every_position);
-    tcase_add_test(tc, activation_pairs_follow_the_code_order);
-    tcase_add_test(tc, byte_permute_matches_prmt);
+    tcase_add_test(tc, activation_slots_follow_the_code_order);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
