@@ -14,8 +14,8 @@
  * Work split: a block owns a group of tokens; units are (token, head, run of RW rotated pairs): a
  * unit reads its RW elements of both halves, so no other unit touches them, and writes the
  * rotations in place. A thread loads several units before it rotates the first (their elements
- * stay packed until then), so it waits on one memory latency for all of them. Fused: a block is one of kv_layout.write's tiles (kv_store_gpu.cuh); the
- * rotated K run is rounded to k's dtype (what rope leaves in k), written to k, and that same value
+ * stay packed until then), so it waits on one memory latency for all of them. Fused: a block is
+ * one of kv_layout.write's tiles (kv_store_gpu.cuh); the rotated K run is rounded to k's dtype (what rope leaves in k), written to k, and that same value
  * staged with sy_kv_gpu_tile_put; V is loaded and staged, and the tile stored, by the write's own
  * steps. So the fused op equals rope followed by the GPU kv_layout.write bit for bit, by
  * construction. */
@@ -244,10 +244,11 @@ SY_DEV void sy_rope_gpu_rotate_loop(const sy_rope_gpu_tensor &x, uint32_t units,
 }
 
 /* The units of heads [h0, h0 + heads) of x for the block's tokens t0 .. t0 + tokens - 1 (angle
- * rows 0 .. tokens - 1), BYTES of loads in flight per thread. */
-template <int RW, int BYTES>
+ * rows 0 .. tokens - 1), BYTES of loads in flight per thread; put as in sy_rope_gpu_rotate_units. */
+template <int RW, int BYTES, class Put>
 SY_DEV void sy_rope_gpu_rotate_heads(const sy_rope_gpu_tensor &x, const sy_rope_gpu_args &a, uint32_t half, int64_t t0,
-                                     uint32_t tokens, uint32_t h0, uint32_t heads, const float *cs, const float *sn)
+                                     uint32_t tokens, uint32_t h0, uint32_t heads, const float *cs, const float *sn,
+                                     Put put)
 {
     const uint32_t pairs = half / RW;
     const auto where = [&](uint32_t n) {
@@ -255,9 +256,11 @@ SY_DEV void sy_rope_gpu_rotate_heads(const sy_rope_gpu_tensor &x, const sy_rope_
         const int64_t t = t0 + j;
         return sy_rope_gpu_unit{t * x.s0 + (int64_t)h * x.s1, h, pc * RW, j, t < a.tokens};
     };
-    sy_rope_gpu_rotate_loop<RW, BYTES>(x, tokens * heads * pairs, half, cs, sn, where,
-                                   [](const sy_rope_gpu_unit &, const float *, const float *) {});
+    sy_rope_gpu_rotate_loop<RW, BYTES>(x, tokens * heads * pairs, half, cs, sn, where, put);
 }
+
+/* The rotated values of a unit that only rope itself needs: they are in x already. */
+SY_DEV void sy_rope_gpu_in_place(const sy_rope_gpu_unit &, const float *, const float *) {}
 
 template <int RW>
 static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel(const sy_rope_gpu_freqs f,
@@ -267,8 +270,10 @@ static __global__ __launch_bounds__(SY_ROPE_GPU_THREADS) void sy_rope_gpu_kernel
     float *cs = sy_rope_angles, *sn = sy_rope_angles + SY_ROPE_GPU_TOKENS * f.half;
     const int64_t t0 = (int64_t)blockIdx.x * SY_ROPE_GPU_TOKENS;
     sy_rope_gpu_angles(f, a, t0, SY_ROPE_GPU_TOKENS, cs, sn);
-    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.q, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.q.heads, cs, sn);
-    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.k, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.k.heads, cs, sn);
+    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.q, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.q.heads, cs, sn,
+                                                    sy_rope_gpu_in_place);
+    sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_BYTES>(a.k, a, f.half, t0, SY_ROPE_GPU_TOKENS, 0, a.k.heads, cs, sn,
+                                                    sy_rope_gpu_in_place);
 }
 
 /* Fused: the tiles of kv_layout.write (sy_kv_gpu_plan), each block also rotating its tokens' q
@@ -291,25 +296,21 @@ __launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS) void sy_rop
 
     const uint32_t q_per = (a.q.heads + gridDim.y - 1) / gridDim.y, q0 = blockIdx.y * q_per;
     const uint32_t q_heads = q0 < a.q.heads ? (a.q.heads - q0 < q_per ? a.q.heads - q0 : q_per) : 0;
-    const uint32_t pairs = half / RW, heads = tl.units / tl.chunks, h0 = tl.r0 / tl.chunks;
+    const uint32_t heads = tl.units / tl.chunks, h0 = tl.r0 / tl.chunks;
     for (uint32_t b0 = 0; b0 < tl.tokens; b0 += batch) {
         const uint32_t n = tl.tokens - b0 < batch ? tl.tokens - b0 : batch;
         if (b0 > 0)
             __syncthreads(); /* the previous batch is done with the angles */
         sy_rope_gpu_angles(f, a, tl.t0 + b0, n, cs, sn);
 
-        const auto where = [&](uint32_t u) {
-            const uint32_t pc = u % pairs, h = h0 + u / pairs % heads, jb = u / (pairs * heads);
-            const int64_t t = tl.t0 + b0 + jb;
-            return sy_rope_gpu_unit{t * a.k.s0 + (int64_t)h * a.k.s1, h, pc * RW, jb, t < a.tokens};
-        };
         const auto stage = [&](const sy_rope_gpu_unit &u, const float *first, const float *second) {
             sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, b0 + u.j, u.h - h0, u.i0, first, pool.k_scale);
             sy_kv_gpu_tile_put<STORE, RW>(tl, s.k, b0 + u.j, u.h - h0, half + u.i0, second, pool.k_scale);
         };
-        sy_rope_gpu_rotate_loop<RW, SY_ROPE_GPU_FUSED_BYTES>(a.k, n * heads * pairs, half, cs, sn, where, stage);
+        sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_FUSED_BYTES>(a.k, a, half, tl.t0 + b0, n, h0, heads, cs, sn, stage);
         if (q_heads)
-            sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_FUSED_BYTES>(a.q, a, half, tl.t0 + b0, n, q0, q_heads, cs, sn);
+            sy_rope_gpu_rotate_heads<RW, SY_ROPE_GPU_FUSED_BYTES>(a.q, a, half, tl.t0 + b0, n, q0, q_heads, cs, sn,
+                                                                  sy_rope_gpu_in_place);
     }
     __syncthreads();
     sy_kv_gpu_tile_store<LAYOUT, STORE>(pool, tl, s);
