@@ -279,6 +279,19 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     return SY_OK;
 }
 
+#if defined(SY_VENDOR_CUDA)
+/* The keys a query row sees on average, as if the B sequences had equal lengths: causal rows (the
+ * prefix convention) see the prefix and half their own chunk, a window caps them. */
+static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32_t window)
+{
+    const double lq = (double)Tq / (double)B, lk = (double)Tk / (double)B;
+    double keys = causal || window > 0 ? lk - lq + (lq + 1.0) / 2.0 : lk;
+    if (window > 0 && keys > window)
+        keys = window;
+    return keys;
+}
+#endif
+
 [[maybe_unused]] static sy_status prefill_linear(void *vctx, sy_stream stream, const sy_attn_prefill_args *a, sy_error *err)
 {
     static const char op[] = "attn_paged.prefill_linear (" SY_GPU_BACKEND_NAME ")";
@@ -312,9 +325,15 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     memset(&p, 0, sizeof p);
     p.k_aligned = sy_gpu_aligned16(a->k.data, es, a->k.stride[0], a->k.stride[1]) && (D * es) % 16 == 0;
     p.v_aligned = sy_gpu_aligned16(a->v.data, es, a->v.stride[0], a->v.stride[1]) && (D * es) % 16 == 0;
+    const size_t io_es = sy_dtype_size(a->q.dtype);
+    p.q_vec = sy_gpu_aligned16(a->q.data, io_es, a->q.stride[0], a->q.stride[1]);
+    p.out_pairs = sy_gpu_aligned_to(2 * io_es, a->out.data, io_es, a->out.stride[0], a->out.stride[1]);
 #if defined(SY_VENDOR_CUDA)
     const bool mma = sy_attn_gpu_prefill_mma_takes(p, a->k.dtype);
-    const uint32_t rows = mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype) : sy_attn_gpu_prefill_rows(dmax);
+    const bool long_rows =
+        sy_attn_gpu_prefill_mma_long(dmax, a->q.dtype, mean_keys(B, Tq, a->k.shape[0], a->causal, a->window));
+    const uint32_t rows =
+        mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype, long_rows) : sy_attn_gpu_prefill_rows(dmax);
 #else
     const uint32_t rows = sy_attn_gpu_prefill_rows(dmax);
 #endif
@@ -344,7 +363,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     const dim3 grid((unsigned)tiles, H * chunks);
 #if defined(SY_VENDOR_CUDA)
     if (mma) {
-        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, grid, sy_gpu_stream(stream), err)) != SY_OK)
+        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, long_rows, grid, sy_gpu_stream(stream), err)) != SY_OK)
             return st;
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_mma_kernel");
         return SY_OK;

@@ -160,6 +160,13 @@ SY_DEV float sy_attn_gpu_normalized(const sy_attn_gpu_norm &n, float acc)
     return n.empty ? 0.0f : n.w * acc / n.den;
 }
 
+/* The factor that normalizes a row's accumulators: w / den (0 in an empty row). One multiply an
+ * element instead of a division; differs from sy_attn_gpu_normalized by f32 rounding only. */
+SY_DEV float sy_attn_gpu_norm_factor(const sy_attn_gpu_norm &n)
+{
+    return n.empty ? 0.0f : n.w / n.den;
+}
+
 /* The normalized output element of a row from its (m, l, acc) and optional sink logit. */
 SY_DEV float sy_attn_gpu_finish(float m, float l, float acc, const float *sink)
 {

@@ -23,6 +23,8 @@ typedef struct sy_attn_gpu_prefill {
     const void *k, *v;
     int64_t k_s0, k_s1, v_s0, v_s1;
     uint32_t k_aligned, v_aligned; /* 16-byte aligned pointer, strides and row length */
+    uint32_t q_vec;                /* q's pointer and strides: 16-byte aligned */
+    uint32_t out_pairs;            /* out's pointer and strides: aligned to two elements */
     const int32_t *cu_q, *cu_k;
     uint32_t batch;
     int32_t causal;
@@ -102,6 +104,17 @@ SY_DEV bool sy_attn_gpu_prefill_tile(const sy_attn_gpu_prefill &p, uint32_t tile
     return found_b >= 0;
 }
 
+/* The block's query tile and head slot (KV head x head chunk). Blocks are handed out in linear
+ * order (x fastest), and that order walks the slots fastest and the query tiles from the last:
+ * a causal sequence's longest tiles start first and its shortest fill the tail, instead of the
+ * longest starting last and running alone. */
+SY_DEV void sy_attn_gpu_prefill_block(uint32_t *tile, uint32_t *slot)
+{
+    const uint32_t linear = blockIdx.x + gridDim.x * blockIdx.y, slots = gridDim.y;
+    *slot = linear % slots;
+    *tile = gridDim.x - 1 - linear / slots;
+}
+
 template <class S, int KV>
 SY_DEV uint4 sy_attn_gpu_prefill_fetch(const sy_attn_gpu_prefill &p, uint32_t h, int64_t row0, int64_t lk, int64_t t0,
                                        int id)
@@ -130,10 +143,11 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
     __shared__ int64_t span_lo, span_hi;
 
     const int tid = (int)threadIdx.x;
-    uint32_t b, i0;
-    if (!sy_attn_gpu_prefill_tile(p, blockIdx.x, &b, &i0))
+    uint32_t query_tile, slot, b, i0;
+    sy_attn_gpu_prefill_block(&query_tile, &slot);
+    if (!sy_attn_gpu_prefill_tile(p, query_tile, &b, &i0))
         return;
-    const uint32_t h = blockIdx.y / p.head_chunks, g0 = (blockIdx.y % p.head_chunks) * p.heads_per_block;
+    const uint32_t h = slot / p.head_chunks, g0 = (slot % p.head_chunks) * p.heads_per_block;
     const uint32_t D = p.head_dim, gc = p.heads_per_block;
     const int64_t q_row0 = p.cu_q[b], lq = p.cu_q[b + 1] - q_row0, k_row0 = p.cu_k[b], lk = p.cu_k[b + 1] - k_row0;
 

@@ -1,21 +1,25 @@
 /* Prefill attention on NVIDIA tensor cores for bf16 K/V whose rows are 16-byte aligned (CUDA
  * builds; fp8 and f32 K/V, unaligned rows and the HIP build keep the CUDA-core kernel of
- * attn_prefill_gpu.cuh, whose query tiles, row ranges and finish this shares).
+ * attn_prefill_gpu.cuh, whose query tiles, block order and row ranges this shares).
  *
  * The flash-attention-2 structure (Dao, "FlashAttention-2", 2023, section 3): a block of 4 warps
  * owns ROWS (query, q head) rows of one KV head, each warp 16 or 32 of them as one or two m-tiles
  * of mma m16n8k16 (fragments in mma_bf16_cuda.cuh), and walks the key tiles of the rows' union
- * range, 64 keys a tile, two tiles in flight with cp.async. Per tile a warp computes
+ * range, 64 keys a tile, two or three tiles in flight with cp.async and one barrier a tile. q is
+ * staged once through shared memory and read into A fragments with ldmatrix. Per tile a warp
+ * computes
  *   S = Q K^T      q's fragments in registers for the whole call, K's from the shared tile with
- *                  ldmatrix (K rows are the k-major B as stored);
+ *                  ldmatrix (K rows are the k-major B as stored), k-steps outermost;
  *   online softmax on S in registers: a row's 64 scores sit in the 4 lanes of a quad, so its max
- *                  and sum are two shuffles; scores in log2 units so that each is one ex2;
+ *                  and sum are two shuffles; the max is taken of the raw products and each
+ *                  probability is one FMA (the scale, in log2 units) and one ex2;
  *   O += P V       the probabilities rounded to bf16 become A fragments without leaving the
  *                  registers (an m16n8 accumulator pair is an m16k16 A fragment), V's B fragments
  *                  come from the [key][dim] tile with ldmatrix .trans.
  * Rows of one block are queries i0 .. i0 + ROWS / gc of gc q heads (as the CUDA-core kernel), so a
  * causal block spans few queries and one K/V tile serves all gc heads. Only tiles that cross a
- * row's [lo, hi) are masked.
+ * row's [lo, hi) are masked. Two variants (sy_attn_prefill_mma_shape): LONG for rows of many keys,
+ * the other for rows of few, whose blocks' fixed cost dominates.
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -24,11 +28,11 @@
  * attention bound of the conformance tolerances (4e-3), which every K/V this kernel takes is held
  * to. The denominator sums the unrounded probabilities.
  *
- * Speed (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.53 ms, 217 TFLOP/s (the CUDA-core
- * kernel: 23.8 ms). ncu: 255 registers a thread leave 2 blocks (8 warps) an SM, and each warp
- * waits on its own mma and exp chains (issue slots 40% busy). The registers are the unrolled tile
- * body's: q's fragments read from a shared tile instead left the count at 255, and a cap of 168
- * spilled and ran slower. */
+ * Speed (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.15 ms, 255 TFLOP/s (LONG; the
+ * CUDA-core kernel: 23.8 ms); 8 x 2048 1.30 ms; window 128: 217 us (1 x 8192), 440 us (8 x 2048).
+ * ncu (1 x 8192): 253 registers a thread leave 2 blocks (8 warps) an SM; each warp waits on its
+ * own mma, max and exp chains (issue slots 40% busy, "wait" the first stall reason), so more warps
+ * or more independent work a warp is what more speed needs. */
 #ifndef SY_ATTN_PREFILL_GPU_MMA_CUH
 #define SY_ATTN_PREFILL_GPU_MMA_CUH
 
@@ -39,12 +43,24 @@
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
 
-template <int DMAX, bool QPLANES>
+/* Rows that see at least this many keys on average take the LONG variant where it exists. Measured
+ * on the H200 (gpt-oss shapes, causal): 1 x 8192 (4096 keys a row) 2.12 ms LONG, 2.29 ms not;
+ * 8 x 2048 (1024) 1.37 ms LONG, 1.30 ms not; window 128: 280 / 226 us. */
+#define SY_ATTN_PREFILL_MMA_LONG_KEYS 2048
+
+/* LONG (head dim 64, bf16 q only: elsewhere q's fragments leave no room): each warp owns two m-tiles,
+ * so that one K or V fragment serves 32 rows, with three tiles in flight, at 2 blocks an SM (255
+ * registers). Otherwise one m-tile, two stages, and 4 blocks an SM at head dim 64 with bf16 q: more
+ * warps to hide a block's fixed cost (q, the first tiles' latency, the finish), which dominates rows
+ * of few keys. */
+template <int DMAX, bool QPLANES, bool LONG>
 struct sy_attn_prefill_mma_shape {
     static constexpr int DIMS = DMAX;
     static constexpr int WARPS = SY_ATTN_GPU_THREADS / 32;
-    /* m-tiles a warp: two only where q's fragments (one plane at head dim 64) leave the registers */
-    static constexpr int MT = DMAX == 64 && !QPLANES ? 2 : 1;
+    static constexpr bool SMALL_ROWS = DMAX == 64 && !QPLANES;
+    static_assert(!LONG || SMALL_ROWS, "the LONG variant is head dim 64 with bf16 q");
+    static constexpr int MT = LONG ? 2 : 1;                     /* m-tiles a warp */
+    static constexpr int MIN_BLOCKS = SMALL_ROWS && !LONG ? 4 : 2; /* blocks an SM the registers must allow */
     static constexpr int ROWS = WARPS * 16 * MT;     /* (query, head) rows of a block */
     static constexpr int KT = 64;                    /* keys of a tile */
     static constexpr int NT = KT / 8;                /* QK n-tiles of 8 keys */
@@ -52,38 +68,76 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int DT = DMAX / 8;              /* PV n-tiles of 8 dims */
     static constexpr int ROW_BYTES = DMAX * 2 + 16;  /* the 16 bytes of pad make ldmatrix's 8 rows hit all banks */
     static constexpr int TILE_BYTES = KT * ROW_BYTES;
-    static constexpr int SMEM_BYTES = 2 * 2 * TILE_BYTES; /* K and V, two stages */
-    static constexpr int PIECES = KT * DMAX / 8;     /* 16-byte pieces of one tensor's tile */
+    static constexpr int STAGES = LONG ? 3 : 2;        /* tiles in flight */
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES; /* a stage: K's tile, then V's */
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int PIECES = KT * DMAX / 8;       /* 16-byte pieces of one tensor's tile */
     static constexpr int PER_THREAD = PIECES / SY_ATTN_GPU_THREADS;
-    static_assert(PIECES % SY_ATTN_GPU_THREADS == 0 && KS % 2 == 0 && DT % 2 == 0, "whole x4 loads");
+    static constexpr int Q_PLANES = QPLANES ? 2 : 1;   /* q's bf16 tiles: (hi, lo) for f32 */
+    static constexpr int Q_PLANE_BYTES = ROWS * ROW_BYTES;
+    static constexpr int Q_PER_THREAD = ROWS * (DMAX / 8) / SY_ATTN_GPU_THREADS; /* 8-dim pieces of q */
+    static_assert(PIECES % SY_ATTN_GPU_THREADS == 0 && KS % 2 == 0 && NT % 2 == 0 && DT % 2 == 0, "whole x4 loads");
+    static_assert(Q_PLANES * Q_PLANE_BYTES <= STAGE_BYTES && Q_PER_THREAD * SY_ATTN_GPU_THREADS == ROWS * (DMAX / 8),
+                  "q's tiles fit one stage, in whole pieces a thread");
 };
 
-/* Rows of a block of the tensor-core kernel for head dim bucket dmax (64 or 128) and q's dtype. */
-static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype)
+/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, and rows that see at least
+ * SY_ATTN_PREFILL_MMA_LONG_KEYS keys on average. */
+static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys)
 {
-    if (q_dtype == SY_DTYPE_F32)
-        return dmax == 64 ? sy_attn_prefill_mma_shape<64, true>::ROWS : sy_attn_prefill_mma_shape<128, true>::ROWS;
-    return dmax == 64 ? sy_attn_prefill_mma_shape<64, false>::ROWS : sy_attn_prefill_mma_shape<128, false>::ROWS;
+    return dmax == 64 && q_dtype != SY_DTYPE_F32 && mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS;
 }
 
-/* The copies of the K and V tile of keys [t0, t0 + KT) into one stage; keys past the sequence
- * and dims past the head dim are zeros (a zero V row keeps 0 x garbage out of the output). */
-template <class S>
-SY_DEV void sy_attn_prefill_mma_issue(const sy_attn_gpu_prefill &p, uint32_t h, int64_t row0, int64_t lk, int64_t t0,
-                                      unsigned char *k_stage, unsigned char *v_stage)
+/* Rows of a block of the tensor-core kernel for head dim bucket dmax (64 or 128), q's dtype and
+ * the variant. */
+static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, bool long_rows)
 {
-    constexpr int PIECES_PER_ROW = S::DIMS / 8;
-#pragma unroll
-    for (int i = 0; i < S::PER_THREAD; i++) {
-        const int id = (int)threadIdx.x + SY_ATTN_GPU_THREADS * i, n = id / PIECES_PER_ROW, c = id % PIECES_PER_ROW;
-        const int64_t key = t0 + n;
-        const bool have = key < lk && (uint32_t)c * 8u < p.head_dim;
-        const uint16_t *k = (const uint16_t *)p.k + (row0 + key) * p.k_s0 + (int64_t)h * p.k_s1 + c * 8;
-        const uint16_t *v = (const uint16_t *)p.v + (row0 + key) * p.v_s0 + (int64_t)h * p.v_s1 + c * 8;
-        sy_cp_async16(k_stage + n * S::ROW_BYTES + c * 16, have ? (const void *)k : p.k, have ? 16 : 0);
-        sy_cp_async16(v_stage + n * S::ROW_BYTES + c * 16, have ? (const void *)v : p.v, have ? 16 : 0);
-    }
+    if (long_rows)
+        return sy_attn_prefill_mma_shape<64, false, true>::ROWS;
+    if (q_dtype == SY_DTYPE_F32)
+        return dmax == 64 ? sy_attn_prefill_mma_shape<64, true, false>::ROWS
+                          : sy_attn_prefill_mma_shape<128, true, false>::ROWS;
+    return dmax == 64 ? sy_attn_prefill_mma_shape<64, false, false>::ROWS
+                      : sy_attn_prefill_mma_shape<128, false, false>::ROWS;
 }
+
+/* What a thread copies of every K/V tile: the 16-byte pieces of dims 8 c .. 8 c + 7 of keys
+ * key0, key0 + KEY_STEP, .. of the tile. Worked out once: per tile the addresses are then a
+ * multiply-add each (recomputed from the strides, they were 9% of the loop's instructions). */
+template <class S>
+struct sy_attn_prefill_mma_copies {
+    static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
+    static_assert(KEY_STEP * S::PER_THREAD == S::KT, "a tile's keys in whole steps");
+    const unsigned char *k, *v; /* key 0 of the sequence, this thread's dims */
+    int64_t k_row, v_row;       /* bytes from one key to the next */
+    int key0, smem;             /* the thread's first key of a tile, and its byte offset in a tile */
+    bool dims_ok;               /* the dims are inside the head (else zeros) */
+
+    SY_DEV sy_attn_prefill_mma_copies(const sy_attn_gpu_prefill &p, uint32_t h, int64_t row0)
+    {
+        const int c = (int)threadIdx.x % PIECES_PER_ROW;
+        key0 = (int)threadIdx.x / PIECES_PER_ROW;
+        smem = key0 * S::ROW_BYTES + c * 16;
+        dims_ok = (uint32_t)c * 8u < p.head_dim;
+        k_row = p.k_s0 * 2, v_row = p.v_s0 * 2;
+        k = (const unsigned char *)p.k + row0 * k_row + ((int64_t)h * p.k_s1 + c * 8) * 2;
+        v = (const unsigned char *)p.v + row0 * v_row + ((int64_t)h * p.v_s1 + c * 8) * 2;
+    }
+
+    /* The copies of the K and V tile of keys [t0, t0 + KT) into one stage; keys past the sequence
+     * and dims past the head dim are zeros (a zero V row keeps 0 x garbage out of the output). */
+    SY_DEV void issue(int64_t lk, int t0, unsigned char *k_stage, unsigned char *v_stage) const
+    {
+#pragma unroll
+        for (int i = 0; i < S::PER_THREAD; i++) {
+            const int key = t0 + key0 + KEY_STEP * i;
+            const bool have = key < lk && dims_ok;
+            const int at = smem + KEY_STEP * i * S::ROW_BYTES;
+            sy_cp_async16(k_stage + at, have ? k + (int64_t)key * k_row : k, have ? 16 : 0);
+            sy_cp_async16(v_stage + at, have ? v + (int64_t)key * v_row : v, have ? 16 : 0);
+        }
+    }
+};
 
 SY_DEV float sy_attn_mma_exp2(float x)
 {
@@ -92,20 +146,22 @@ SY_DEV float sy_attn_mma_exp2(float x)
     return y;
 }
 
-template <int DMAX, bool QPLANES>
-static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, 2) void sy_attn_gpu_prefill_mma_kernel(
+template <int DMAX, bool QPLANES, bool LONG>
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>::MIN_BLOCKS)) void
+sy_attn_gpu_prefill_mma_kernel(
     const sy_attn_gpu_prefill p)
 {
-    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES>;
+    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>;
     extern __shared__ __align__(16) unsigned char sy_prefill_mma_smem[];
     __shared__ int span_lo, span_hi, inner_lo, inner_hi;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
 
-    uint32_t b, i0;
-    if (!sy_attn_gpu_prefill_tile(p, blockIdx.x, &b, &i0))
+    uint32_t query_tile, slot, b, i0;
+    sy_attn_gpu_prefill_block(&query_tile, &slot);
+    if (!sy_attn_gpu_prefill_tile(p, query_tile, &b, &i0))
         return;
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
-    const uint32_t h = blockIdx.y / p.head_chunks, g0 = (blockIdx.y % p.head_chunks) * p.heads_per_block;
+    const uint32_t h = slot / p.head_chunks, g0 = (slot % p.head_chunks) * p.heads_per_block;
     const uint32_t gc = p.heads_per_block, D = p.head_dim;
     const int64_t q_row0 = p.cu_q[b], lq = p.cu_q[b + 1] - q_row0, k_row0 = p.cu_k[b], lk = p.cu_k[b + 1] - k_row0;
     if (tid == 0)
@@ -148,102 +204,154 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, 2) void sy_attn_gpu_pre
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
             m[mt][hf] = -INFINITY, l[mt][hf] = 0.0f;
-    unsigned char *k_ring = sy_prefill_mma_smem, *v_ring = sy_prefill_mma_smem + 2 * S::TILE_BYTES;
-    if (first < last)
-        sy_attn_prefill_mma_issue<S>(p, h, k_row0, lk, first, k_ring, v_ring);
-    sy_cp_async_commit();
+    /* tiles 0 .. STAGES - 2 into their stages, one commit group each (empty past the range), so
+     * that tile i is always group i */
+    unsigned char *const ring = sy_prefill_mma_smem;
+    const sy_attn_prefill_mma_copies<S> copies(p, h, k_row0);
+#pragma unroll
+    for (int i = 0; i < S::STAGES - 1; i++) {
+        if (first + i * S::KT < last)
+            copies.issue(lk, first + i * S::KT, ring + i * S::STAGE_BYTES, ring + i * S::STAGE_BYTES + S::TILE_BYTES);
+        sy_cp_async_commit();
+    }
 
-    /* q's A fragments, read while the first tile is in flight: register j of (mt, ks) holds row
-     * g + 8 (j % 2), dims 16 ks + 2c + 8 (j / 2). */
+    /* q's A fragments, read while the first tiles are in flight. q goes through the ring's last
+     * stage (free until the loop's first refill): 16-byte loads of 8 dims a piece, stored as bf16 tiles
+     * (hi and lo parts of an f32 q), from which ldmatrix gives each warp its fragments. (Loaded
+     * straight into fragments, each lane read 4 scattered bytes at a time and the warps waited on
+     * those loads one after another.) A negative softmax scale is moved into q's sign (exact), so
+     * that the scores' scale is positive and the softmax can take the max of the raw products. */
+    constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
+    {
+        const uint32_t q_sign = p.c.score_scale < 0.0f ? 0x80008000u : 0u;
+        unsigned char *const q_tile = ring + (S::STAGES - 1) * S::STAGE_BYTES;
+        /* a thread's pieces in groups whose loads are all in flight at once (f32 pieces in groups
+         * of 4, so that a group's 32 values leave room for the rest) */
+        constexpr int GROUP = QPLANES && S::Q_PER_THREAD > 4 ? 4 : S::Q_PER_THREAD;
+#pragma unroll
+        for (int group0 = 0; group0 < S::Q_PER_THREAD; group0 += GROUP) {
+            float x[GROUP][8];
+            int row[GROUP], piece[GROUP];
+#pragma unroll
+            for (int i = 0; i < GROUP; i++) {
+                const int id = tid + SY_ATTN_GPU_THREADS * (group0 + i);
+                row[i] = id / (DMAX / 8), piece[i] = id % (DMAX / 8);
+                const uint32_t qi = (uint32_t)row[i] / gc, gi = (uint32_t)row[i] % gc, d = (uint32_t)piece[i] * 8u;
+                const int64_t query = (int64_t)i0 + qi;
+                const bool row_ok = qi < p.queries_per_block && query < lq && g0 + gi < p.group;
+                const int64_t at = (q_row0 + query) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + d;
+                sy_gpu_load_act_run_as<8, IO>(p.c.q, at, row_ok && d < D ? (int)min(8u, D - d) : 0, p.q_vec, x[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < GROUP; i++) {
+                uint32_t hi[4], lo[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    if constexpr (QPLANES)
+                        sy_mma_split_bf16(x[i][2 * e], x[i][2 * e + 1], &hi[e], &lo[e]);
+                    else
+                        hi[e] = sy_mma_pack_bf16x2(x[i][2 * e], x[i][2 * e + 1]); /* exact: x holds bf16 values */
+                    hi[e] ^= q_sign, lo[e] ^= q_sign;
+                }
+                unsigned char *const at = q_tile + row[i] * S::ROW_BYTES + piece[i] * 16;
+                sy_st_raw<16>(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
+                if constexpr (QPLANES)
+                    sy_st_raw<16>(at + S::Q_PLANE_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
+            }
+        }
+    }
+    __syncthreads(); /* q's tiles are complete */
+    /* ldmatrix row addresses of this lane: matrix lane / 8, row lane % 8 */
+    const int mi = lane / 8, mr = lane % 8;
+    /* register j of (mt, ks): rows 16 mt + g + 8 (j % 2) of the warp's, dims 16 ks + 2c + 8 (j / 2) */
     uint32_t q_hi[S::MT][S::KS][4], q_lo[QPLANES ? S::MT : 1][QPLANES ? S::KS : 1][4];
 #pragma unroll
     for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t r = (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * (j % 2)), qi = r / gc, gi = r % gc;
-            const int64_t i = (int64_t)i0 + qi;
-            const bool row_ok = qi < p.queries_per_block && i < lq && g0 + gi < p.group;
-            const int64_t base = (q_row0 + i) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1;
-#pragma unroll
-            for (int ks = 0; ks < S::KS; ks++) {
-                /* Typed loads (q is f32 exactly when QPLANES, else bf16) that the compiler can
-                 * issue together: a per-element dtype test kept them one after another. */
-                const uint32_t d = (uint32_t)(ks * 16 + 2 * c + 8 * (j / 2));
-                const bool have0 = row_ok && d < D, have1 = row_ok && d + 1 < D;
-                if constexpr (QPLANES) {
-                    const float *q = (const float *)p.c.q + base + d;
-                    sy_mma_split_bf16(have0 ? q[0] : 0.0f, have1 ? q[1] : 0.0f, &q_hi[mt][ks][j], &q_lo[mt][ks][j]);
-                } else {
-                    const uint16_t *q = (const uint16_t *)p.c.q + base + d;
-                    q_hi[mt][ks][j] = (uint32_t)(have0 ? q[0] : 0u) | (uint32_t)(have1 ? q[1] : 0u) << 16;
-                }
-            }
+        for (int ks = 0; ks < S::KS; ks++) {
+            const int row = warp * 16 * S::MT + 16 * mt + 8 * (mi % 2) + mr;
+            const unsigned char *at =
+                ring + (S::STAGES - 1) * S::STAGE_BYTES + row * S::ROW_BYTES + (16 * ks + 8 * (mi / 2)) * 2;
+            sy_ldmatrix_x4<false>(q_hi[mt][ks], at);
+            if constexpr (QPLANES)
+                sy_ldmatrix_x4<false>(q_lo[mt][ks], at + S::Q_PLANE_BYTES);
         }
-    const float score_scale = p.c.score_scale * LOG2E;
-    /* ldmatrix row addresses of this lane: matrix lane / 8, row lane % 8 */
-    const int mi = lane / 8, mr = lane % 8;
-    for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st ^= 1) {
-        if (t0 + S::KT < last)
-            sy_attn_prefill_mma_issue<S>(p, h, k_row0, lk, t0 + S::KT, k_ring + (st ^ 1) * S::TILE_BYTES,
-                                         v_ring + (st ^ 1) * S::TILE_BYTES);
+    const float score_scale = fabsf(p.c.score_scale) * LOG2E;
+    /* One barrier a tile: it says that tile t0 has landed for every thread and that every warp is
+     * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
+    for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st = st + 1 == S::STAGES ? 0 : st + 1) {
+        sy_cp_async_wait<S::STAGES - 2>(); /* this thread's copies of tile t0 have landed */
+        __syncthreads();
+        const int refill = st == 0 ? S::STAGES - 1 : st - 1, ahead = t0 + (S::STAGES - 1) * S::KT;
+        if (ahead < last)
+            copies.issue(lk, ahead, ring + refill * S::STAGE_BYTES, ring + refill * S::STAGE_BYTES + S::TILE_BYTES);
         sy_cp_async_commit();
-        sy_cp_async_wait<1>(); /* this thread's copies of tile t0 have landed */
-        __syncthreads();       /* and everyone's */
-        const unsigned char *k_tile = k_ring + st * S::TILE_BYTES, *v_tile = v_ring + st * S::TILE_BYTES;
+        const unsigned char *k_tile = ring + st * S::STAGE_BYTES, *v_tile = k_tile + S::TILE_BYTES;
 
         float s[S::MT][S::NT][4];
         sy_mma_zero(s);
+        /* k-steps outermost, so that the 16 products between two of one accumulator's hide the
+         * tensor core's latency (n-tiles outermost chained each accumulator's products back to
+         * back, and warps stalled on them). */
 #pragma unroll
-        for (int nt = 0; nt < S::NT; nt++)
+        for (int ks = 0; ks < S::KS; ks++)
 #pragma unroll
-            for (int kp = 0; kp < S::KS / 2; kp++) {
-                /* matrices: keys 8 nt .., dims 32 kp + 8 mi: B of k-steps 2 kp (0, 1) and 2 kp + 1 (2, 3) */
+            for (int np = 0; np < S::NT / 2; np++) {
+                /* matrices: keys 16 np + 8 (mi / 2) .., dims 16 ks + 8 (mi % 2): B of n-tiles 2 np
+                 * (registers 0, 1) and 2 np + 1 (2, 3) */
+                const int key = 16 * np + 8 * (mi / 2) + mr;
                 uint32_t kb[4];
-                sy_ldmatrix_x4<false>(kb, k_tile + (8 * nt + mr) * S::ROW_BYTES + (32 * kp + 8 * mi) * 2);
+                sy_ldmatrix_x4<false>(kb, k_tile + key * S::ROW_BYTES + (16 * ks + 8 * (mi % 2)) * 2);
 #pragma unroll
                 for (int mt = 0; mt < S::MT; mt++) {
-                    sy_mma_bf16(s[mt][nt], q_hi[mt][2 * kp], kb[0], kb[1]);
-                    sy_mma_bf16(s[mt][nt], q_hi[mt][2 * kp + 1], kb[2], kb[3]);
+                    sy_mma_bf16(s[mt][2 * np], q_hi[mt][ks], kb[0], kb[1]);
+                    sy_mma_bf16(s[mt][2 * np + 1], q_hi[mt][ks], kb[2], kb[3]);
                     if constexpr (QPLANES) {
-                        sy_mma_bf16(s[mt][nt], q_lo[mt][2 * kp], kb[0], kb[1]);
-                        sy_mma_bf16(s[mt][nt], q_lo[mt][2 * kp + 1], kb[2], kb[3]);
+                        sy_mma_bf16(s[mt][2 * np], q_lo[mt][ks], kb[0], kb[1]);
+                        sy_mma_bf16(s[mt][2 * np + 1], q_lo[mt][ks], kb[2], kb[3]);
                     }
                 }
             }
 
-        /* Scores in log2 units, masked where the tile crosses a row's range; the online softmax. */
+        /* The online softmax in log2 units: the max over the raw products (the scale is positive),
+         * each probability one FMA and one ex2, masked only where the tile crosses a row's range.
+         * The max and the sum run as two chains each (j = 0, 1), halving their dependent latency. */
         const bool masked = t0 < full_lo || t0 + S::KT > full_hi;
 #pragma unroll
         for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                float mx = -INFINITY;
+                float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
                 for (int nt = 0; nt < S::NT; nt++)
 #pragma unroll
                     for (int j = 0; j < 2; j++) {
                         const int key = t0 + 8 * nt + 2 * c + j;
-                        float x = s[mt][nt][2 * hf + j] * score_scale;
                         if (masked && (key < lo[mt][hf] || key >= hi[mt][hf]))
-                            x = -INFINITY;
-                        s[mt][nt][2 * hf + j] = x;
-                        mx = fmaxf(mx, x);
+                            s[mt][nt][2 * hf + j] = -INFINITY;
+                        mx[j] = fmaxf(mx[j], s[mt][nt][2 * hf + j]);
                     }
-                mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-                const float m_new = fmaxf(m[mt][hf], mx), base = m_new == -INFINITY ? 0.0f : m_new;
+                float tile_max = fmaxf(mx[0], mx[1]);
+                tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
+                tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
+                /* -inf stays -inf under a zero scale, where the product would be NaN */
+                const float m_new = fmaxf(m[mt][hf], tile_max == -INFINITY ? -INFINITY : tile_max * score_scale);
+                const float base = m_new == -INFINITY ? 0.0f : m_new;
                 const float alpha = sy_attn_mma_exp2(m[mt][hf] - base);
                 m[mt][hf] = m_new;
-                float sum = 0.0f;
+                float sum[2] = {0.0f, 0.0f};
 #pragma unroll
                 for (int nt = 0; nt < S::NT; nt++)
 #pragma unroll
                     for (int j = 0; j < 2; j++) {
-                        const float e = sy_attn_mma_exp2(s[mt][nt][2 * hf + j] - base);
+                        const float x = s[mt][nt][2 * hf + j];
+                        float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
+                        if (masked && x == -INFINITY) /* a zero scale would make the masked 0 x -inf NaN */
+                            e = 0.0f;
                         s[mt][nt][2 * hf + j] = e;
-                        sum += e;
+                        sum[j] += e;
                     }
-                l[mt][hf] = l[mt][hf] * alpha + sum;
+                l[mt][hf] = l[mt][hf] * alpha + (sum[0] + sum[1]);
 #pragma unroll
                 for (int dt = 0; dt < S::DT; dt++)
 #pragma unroll
@@ -273,7 +381,6 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, 2) void sy_attn_gpu_pre
                 }
             }
         }
-        __syncthreads(); /* every warp is done with the stage the next iteration refills */
     }
 
 #pragma unroll
@@ -289,17 +396,18 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, 2) void sy_attn_gpu_pre
                 continue;
             const uint32_t head = h * p.group + g0 + gi;
             const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
-            const float m_nat = m[mt][hf] * LN2; /* the scores' max back in natural-log units */
+            /* m back in natural-log units; the row's normalization worked out once (per element, the
+             * compiler re-read the sink and redid the exponentials and the division after every
+             * store, which may alias it: 85 instructions an output element) */
+            const float f = sy_attn_gpu_norm_factor(sy_attn_gpu_norm_of(m[mt][hf] * LN2, sum, sink)) * p.c.out_scale;
             const int64_t out_row = (q_row0 + query) * p.c.out_s0 + (int64_t)head * p.c.out_s1;
 #pragma unroll
-            for (int dt = 0; dt < S::DT; dt++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const uint32_t d = (uint32_t)(8 * dt + 2 * c + j);
-                    if (d < D)
-                        sy_gpu_store_act(p.c.out, p.c.io_dtype, out_row + d,
-                                         sy_attn_gpu_finish(m_nat, sum, o[mt][dt][2 * hf + j], sink) * p.c.out_scale);
-                }
+            for (int dt = 0; dt < S::DT; dt++) {
+                const uint32_t d = (uint32_t)(8 * dt + 2 * c);
+                const float x[2] = {o[mt][dt][2 * hf] * f, o[mt][dt][2 * hf + 1] * f};
+                if (d < D)
+                    sy_gpu_store_act_run_as<2, IO>(p.c.out, out_row + d, (int)min(2u, D - d), p.out_pairs, x);
+            }
         }
 }
 
@@ -309,30 +417,33 @@ static inline bool sy_attn_gpu_prefill_mma_takes(const sy_attn_gpu_prefill &p, i
     return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned;
 }
 
-template <int DMAX, bool QPLANES>
+template <int DMAX, bool QPLANES, bool LONG>
 static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
                                                    sy_error *err)
 {
-    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES>;
+    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>;
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
         SY_GPU_CHECKF(err,
-                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES>,
+                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES),
                       "for %d bytes of shared memory", S::SMEM_BYTES);
-    sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES><<<grid, SY_ATTN_GPU_THREADS, S::SMEM_BYTES, stream>>>(p);
+    sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG><<<grid, SY_ATTN_GPU_THREADS, S::SMEM_BYTES, stream>>>(p);
     return SY_OK;
 }
 
-static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, dim3 grid,
-                                                       gpuStream_t stream, sy_error *err)
+/* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by. */
+static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, bool long_rows,
+                                                       dim3 grid, gpuStream_t stream, sy_error *err)
 {
     const bool planes = p.c.io_dtype == SY_DTYPE_F32;
+    if (long_rows)
+        return sy_attn_gpu_prefill_mma_launch_as<64, false, true>(p, grid, stream, err);
     if (dmax == 64)
-        return planes ? sy_attn_gpu_prefill_mma_launch_as<64, true>(p, grid, stream, err)
-                      : sy_attn_gpu_prefill_mma_launch_as<64, false>(p, grid, stream, err);
-    return planes ? sy_attn_gpu_prefill_mma_launch_as<128, true>(p, grid, stream, err)
-                  : sy_attn_gpu_prefill_mma_launch_as<128, false>(p, grid, stream, err);
+        return planes ? sy_attn_gpu_prefill_mma_launch_as<64, true, false>(p, grid, stream, err)
+                      : sy_attn_gpu_prefill_mma_launch_as<64, false, false>(p, grid, stream, err);
+    return planes ? sy_attn_gpu_prefill_mma_launch_as<128, true, false>(p, grid, stream, err)
+                  : sy_attn_gpu_prefill_mma_launch_as<128, false, false>(p, grid, stream, err);
 }
 
 #endif

@@ -329,12 +329,19 @@ SY_DEV void sy_gpu_store_act_run(void *base, int32_t dtype, int64_t i, int n, bo
         sy_gpu_store_act_run_as<N, SY_DTYPE_F32>(base, i, n, vec, x);
 }
 
-/* Host side: a tensor's data pointer and the given strides (in elements) all land on 16-byte
- * boundaries, so that every run starting at a multiple of 16 bytes can be moved in 16-byte pieces. */
+/* Host side: a tensor's data pointer and the given strides (in elements) all land on multiples of
+ * `bytes`, so that every run starting at such a multiple can be moved in pieces of that size. */
+static inline bool sy_gpu_aligned_to(size_t bytes, const void *data, size_t elem_bytes, int64_t stride_a,
+                                     int64_t stride_b)
+{
+    return ((uintptr_t)data % bytes) == 0 && ((uint64_t)stride_a * elem_bytes) % bytes == 0 &&
+           ((uint64_t)stride_b * elem_bytes) % bytes == 0;
+}
+
+/* The same for 16-byte pieces. */
 static inline bool sy_gpu_aligned16(const void *data, size_t elem_bytes, int64_t stride_a, int64_t stride_b)
 {
-    return ((uintptr_t)data % 16u) == 0 && ((uint64_t)stride_a * elem_bytes) % 16u == 0 &&
-           ((uint64_t)stride_b * elem_bytes) % 16u == 0;
+    return sy_gpu_aligned_to(16, data, elem_bytes, stride_a, stride_b);
 }
 
 #endif

@@ -1110,6 +1110,10 @@ static void prefill_cases(void)
          * whose rows are not all used) at head dim 72 */
         {MHA128, BF16, BF16, 2, {70, 200}, {30, 0}, 1, 0, 1, 0},
         {GQA24, BF16, BF16, 2, {50, 33}, {0, 20}, 1, 0, 1, 0},
+        /* rows of 2048 or more keys on average: the tensor-core kernel's LONG variant (two m-tiles
+         * a warp, three stages), ragged with prefixes, and under a window of more than 2048 */
+        {GPT_OSS, BF16, BF16, 2, {300, 77}, {2600, 4000}, 1, 0, 1, 0},
+        {GPT_OSS, BF16, BF16, 1, {200}, {2500}, 1, 2100, 1, 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t work = 0;
