@@ -295,6 +295,7 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
 [[maybe_unused]] static sy_status prefill_linear(void *vctx, sy_stream stream, const sy_attn_prefill_args *a, sy_error *err)
 {
     static const char op[] = "attn_paged.prefill_linear (" SY_GPU_BACKEND_NAME ")";
+    [[maybe_unused]] const attn_paged_gpu_ctx *ctx = (const attn_paged_gpu_ctx *)vctx;
     if (!vctx)
         return sy_op_fail(err, SY_E_INVALID, "%s: the plugin was not initialized (init gives the context)", op);
     if (!a || a->struct_size < sizeof(sy_attn_prefill_args))
@@ -330,8 +331,8 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     p.out_pairs = sy_gpu_aligned_to(2 * io_es, a->out.data, io_es, a->out.stride[0], a->out.stride[1]);
 #if defined(SY_VENDOR_CUDA)
     const bool mma = sy_attn_gpu_prefill_mma_takes(p, a->k.dtype);
-    const bool long_rows =
-        sy_attn_gpu_prefill_mma_long(dmax, a->q.dtype, mean_keys(B, Tq, a->k.shape[0], a->causal, a->window));
+    const bool long_rows = sy_attn_gpu_prefill_mma_long(dmax, a->q.dtype, mean_keys(B, Tq, a->k.shape[0], a->causal, a->window),
+                                                        (double)Tq * (double)a->q.shape[1], ctx->multiprocessors);
     const uint32_t rows =
         mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype, long_rows) : sy_attn_gpu_prefill_rows(dmax);
 #else

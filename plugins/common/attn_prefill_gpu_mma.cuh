@@ -5,7 +5,7 @@
  * The flash-attention-2 structure (Dao, "FlashAttention-2", 2023, section 3): a block of 4 warps
  * owns ROWS (query, q head) rows of one KV head, each warp 16 or 32 of them as one or two m-tiles
  * of mma m16n8k16 (fragments in mma_bf16_cuda.cuh), and walks the key tiles of the rows' union
- * range, 64 keys a tile, two or three tiles in flight with cp.async and one barrier a tile. q is
+ * range, 64 or 128 keys a tile, two tiles in flight with cp.async and one barrier a tile. q is
  * staged once through shared memory and read into A fragments with ldmatrix. Per tile a warp
  * computes
  *   S = Q K^T      q's fragments in registers for the whole call, K's from the shared tile with
@@ -28,11 +28,12 @@
  * attention bound of the conformance tolerances (4e-3), which every K/V this kernel takes is held
  * to. The denominator sums the unrounded probabilities.
  *
- * Speed (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.15 ms, 255 TFLOP/s (LONG; the
- * CUDA-core kernel: 23.8 ms); 8 x 2048 1.30 ms; window 128: 217 us (1 x 8192), 440 us (8 x 2048).
- * ncu (1 x 8192): 253 registers a thread leave 2 blocks (8 warps) an SM; each warp waits on its
- * own mma, max and exp chains (issue slots 40% busy, "wait" the first stall reason), so more warps
- * or more independent work a warp is what more speed needs. */
+ * Speed (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.02-2.16 ms from run to run,
+ * 255-275 TFLOP/s (LONG; the CUDA-core kernel: 23.8 ms); 8 x 2048 1.27-1.31 ms; window 128:
+ * 218-235 us (1 x 8192), 434-436 us (8 x 2048).
+ * ncu (1 x 8192, two m-tiles a warp at 2 blocks an SM): each warp waits on its own mma, max and
+ * exp chains (issue slots 40% busy, "wait" the first stall reason): more warps and more
+ * independent work a warp are what the variants trade for. */
 #ifndef SY_ATTN_PREFILL_GPU_MMA_CUH
 #define SY_ATTN_PREFILL_GPU_MMA_CUH
 
@@ -43,32 +44,41 @@
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
 
-/* Rows that see at least this many keys on average take the LONG variant where it exists. Measured
- * on the H200 (gpt-oss shapes, causal): 1 x 8192 (4096 keys a row) 2.12 ms LONG, 2.29 ms not;
- * 8 x 2048 (1024) 1.37 ms LONG, 1.30 ms not; window 128: 280 / 226 us. */
+/* Rows that see at least this many keys on average take the LONG variant where it exists, if its
+ * blocks make at least SY_ATTN_PREFILL_MMA_LONG_WAVES waves. Measured on the H200 (gpt-oss
+ * shapes, causal; one process, twice each): 1 x 8192 (4096 keys a row, 21 waves) 2.02 / 2.13 ms
+ * LONG, 2.14 / 2.14 ms with two m-tiles a warp, 2.26 / 2.26 ms the other variant;
+ * 8 x 2048 (1024 keys) 1.32 ms LONG, 1.28 ms not; window 128: 309 / 219 us; a 512-query chunk
+ * over 4096 cached keys (4352 keys a row, but 512 blocks: 1.3 waves) 191 us LONG, 162 us not.
+ * Between 1.3 and 21 waves nothing is measured: 2 is a guess that the longest-first order keeps
+ * the last wave's imbalance small. */
 #define SY_ATTN_PREFILL_MMA_LONG_KEYS 2048
+#define SY_ATTN_PREFILL_MMA_LONG_WAVES 2
 
-/* LONG (head dim 64, bf16 q only: elsewhere q's fragments leave no room): each warp owns two m-tiles,
- * so that one K or V fragment serves 32 rows, with three tiles in flight, at 2 blocks an SM (255
- * registers). Otherwise one m-tile, two stages, and 4 blocks an SM at head dim 64 with bf16 q: more
- * warps to hide a block's fixed cost (q, the first tiles' latency, the finish), which dominates rows
- * of few keys. */
+/* Both variants give a warp one m-tile (16 rows) and keep two tiles in flight. LONG (head dim 64,
+ * bf16 q only: elsewhere the registers do not allow it) walks tiles of 128 keys at 3 blocks an SM
+ * (168 registers): twice the independent products between two softmax steps, and half the
+ * barriers, maxima and rescales a key. The other walks tiles of 64 keys, at 4 blocks an SM at head
+ * dim 64 with bf16 q: more warps to hide a block's fixed cost (q, the first tiles' latency, the
+ * finish), which dominates rows of few keys, and less of a 64-key window's tiles wasted. Measured
+ * and not kept for long rows: two m-tiles a warp (32 rows sharing each K and V fragment, 253
+ * registers, 2 blocks an SM, three stages; above). */
 template <int DMAX, bool QPLANES, bool LONG>
 struct sy_attn_prefill_mma_shape {
     static constexpr int DIMS = DMAX;
     static constexpr int WARPS = SY_ATTN_GPU_THREADS / 32;
     static constexpr bool SMALL_ROWS = DMAX == 64 && !QPLANES;
     static_assert(!LONG || SMALL_ROWS, "the LONG variant is head dim 64 with bf16 q");
-    static constexpr int MT = LONG ? 2 : 1;                     /* m-tiles a warp */
-    static constexpr int MIN_BLOCKS = SMALL_ROWS && !LONG ? 4 : 2; /* blocks an SM the registers must allow */
+    static constexpr int MT = 1;                                 /* m-tiles a warp */
+    static constexpr int MIN_BLOCKS = SMALL_ROWS ? (LONG ? 3 : 4) : 2; /* blocks an SM the registers must allow */
     static constexpr int ROWS = WARPS * 16 * MT;     /* (query, head) rows of a block */
-    static constexpr int KT = 64;                    /* keys of a tile */
+    static constexpr int KT = LONG ? 128 : 64;       /* keys of a tile */
     static constexpr int NT = KT / 8;                /* QK n-tiles of 8 keys */
     static constexpr int KS = DMAX / 16;             /* QK k-steps over the head dim */
     static constexpr int DT = DMAX / 8;              /* PV n-tiles of 8 dims */
     static constexpr int ROW_BYTES = DMAX * 2 + 16;  /* the 16 bytes of pad make ldmatrix's 8 rows hit all banks */
     static constexpr int TILE_BYTES = KT * ROW_BYTES;
-    static constexpr int STAGES = LONG ? 3 : 2;        /* tiles in flight */
+    static constexpr int STAGES = 2;                   /* tiles in flight */
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES; /* a stage: K's tile, then V's */
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
     static constexpr int PIECES = KT * DMAX / 8;       /* 16-byte pieces of one tensor's tile */
@@ -81,11 +91,14 @@ struct sy_attn_prefill_mma_shape {
                   "q's tiles fit one stage, in whole pieces a thread");
 };
 
-/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, and rows that see at least
- * SY_ATTN_PREFILL_MMA_LONG_KEYS keys on average. */
-static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys)
+/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, rows that see at least
+ * SY_ATTN_PREFILL_MMA_LONG_KEYS keys on average, and rows (queries x q heads) for at least
+ * SY_ATTN_PREFILL_MMA_LONG_WAVES waves of its blocks on `sms` multiprocessors. */
+static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys, double rows, uint32_t sms)
 {
-    return dmax == 64 && q_dtype != SY_DTYPE_F32 && mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS;
+    using L = sy_attn_prefill_mma_shape<64, false, true>;
+    return dmax == 64 && q_dtype != SY_DTYPE_F32 && mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS &&
+           rows / L::ROWS >= (double)SY_ATTN_PREFILL_MMA_LONG_WAVES * L::MIN_BLOCKS * sms;
 }
 
 /* Rows of a block of the tensor-core kernel for head dim bucket dmax (64 or 128), q's dtype and
