@@ -69,7 +69,7 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int WARPS = SY_ATTN_GPU_THREADS / 32;
     static constexpr bool SMALL_ROWS = DMAX == 64 && !QPLANES;
     static_assert(!LONG || SMALL_ROWS, "the LONG variant is head dim 64 with bf16 q");
-    static constexpr int MT = 1;                                 /* m-tiles a warp */
+    static constexpr int MT = 1;                         /* m-tiles a warp */
     static constexpr int MIN_BLOCKS = SMALL_ROWS ? (LONG ? 3 : 4) : 2; /* blocks an SM the registers must allow */
     static constexpr int ROWS = WARPS * 16 * MT;     /* (query, head) rows of a block */
     static constexpr int KT = LONG ? 128 : 64;       /* keys of a tile */
@@ -161,8 +161,7 @@ SY_DEV float sy_attn_mma_exp2(float x)
 
 template <int DMAX, bool QPLANES, bool LONG>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>::MIN_BLOCKS)) void
-sy_attn_gpu_prefill_mma_kernel(
-    const sy_attn_gpu_prefill p)
+sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 {
     using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>;
     extern __shared__ __align__(16) unsigned char sy_prefill_mma_smem[];
