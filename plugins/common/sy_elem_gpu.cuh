@@ -22,6 +22,15 @@
 
 #define SY_DEV __device__ __forceinline__
 
+/* The other half of SY_GPU_LAUNCH_OVERLAPPED: returns once the kernel before this one on the stream
+ * has finished and its writes are visible; at once when this kernel was launched the ordinary way. */
+SY_DEV void sy_gpu_wait_for_previous_kernel()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* 1 in the compiler pass that builds host code. Tables of host function pointers (ops tables) are
  * defined in that pass only: hipcc's device pass would otherwise emit such a constant-initialized
  * object into device code, with references to host functions it cannot link. */
@@ -42,6 +51,54 @@
 #endif
 #ifndef SY_GPU_DYNAMIC_SHARED
 #define SY_GPU_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
+/* A launch that may overlap the end of the kernel before it on the stream: with `overlap` on CUDA
+ * (programmatic dependent launch, sm_90 and newer) the launched kernel's blocks are set up and
+ * started while that kernel's last blocks still run, which hides most of a launch between two
+ * short kernels; they must call sy_gpu_wait_for_previous_kernel() before they read anything that
+ * kernel wrote. Otherwise (HIP, the emulator, older devices) an ordinary launch:
+ *   SY_GPU_LAUNCH_OVERLAPPED(overlap, grid, block, shared_bytes, stream, kernel)(args...); */
+#if defined(SY_VENDOR_CUDA) && defined(__NVCC__) && !defined(SY_GPU_LAUNCH_OVERLAPPED)
+template <typename... Params>
+struct sy_gpu_overlapped_launch {
+    bool overlap;
+    dim3 grid, block;
+    size_t shared_bytes;
+    cudaStream_t stream;
+    void (*kernel)(Params...);
+    template <typename... Args>
+    void operator()(Args... args) const
+    {
+        if (!overlap) {
+            kernel<<<grid, block, shared_bytes, stream>>>(args...);
+            return;
+        }
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = grid;
+        config.blockDim = block;
+        config.dynamicSmemBytes = shared_bytes;
+        config.stream = stream;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        cudaLaunchKernelEx(&config, kernel, args...);
+    }
+};
+template <typename... Params>
+static inline sy_gpu_overlapped_launch<Params...> sy_gpu_launch_overlapped(bool overlap, dim3 grid, dim3 block,
+                                                                           size_t shared_bytes, cudaStream_t stream,
+                                                                           void (*kernel)(Params...))
+{
+    return sy_gpu_overlapped_launch<Params...>{overlap, grid, block, shared_bytes, stream, kernel};
+}
+#define SY_GPU_LAUNCH_OVERLAPPED(overlap, grid, block, shared_bytes, stream, ...) \
+    sy_gpu_launch_overlapped((overlap), dim3(grid), dim3(block), (shared_bytes), (stream), __VA_ARGS__)
+#elif !defined(SY_GPU_LAUNCH_OVERLAPPED)
+#define SY_GPU_LAUNCH_OVERLAPPED(overlap, grid, block, shared_bytes, stream, ...) \
+    SY_GPU_LAUNCH(grid, block, shared_bytes, stream, __VA_ARGS__)
 #endif
 
 /* Bytes of an element type used as a template tag: f32 4, bf16 2, fp8_e4m3 1. */

@@ -788,7 +788,8 @@ typedef struct heads {
 } heads;
 
 static const heads GPT_OSS = {64, 8, 64}, ODD40 = {12, 4, 40}, ODD48 = {6, 1, 48}, ODD80 = {10, 2, 80},
-                   MHA128 = {16, 16, 128}, GQA16 = {32, 2, 64}, GQA24 = {48, 2, 72};
+                   MHA128 = {16, 16, 128}, GQA16 = {32, 2, 64}, GQA24 = {48, 2, 72},
+                   NARROW128 = {2, 2, 128};
 
 typedef struct paged {
     sy_kv_geometry g;
@@ -996,8 +997,12 @@ static void decode_cases(void)
         {MHA128, V5D, FP8, F32, 128, 3, {300, 17, 128}, 100, 1, 3},
         {MHA128, NHD, BF16, F32, 64, 3, {300, 17, 129}, 37, 1, 2},
         {GQA16, NHD, FP8, F32, 64, 3, {700, 3, 64}, 0, 1, 0},
+        /* the combine's later batches of loads: at head dim 128 a thread takes every split, here 70
+         * of 64 keys each for the first sequence (SY_ATTN_COMBINE_BATCH is 32); the second sees
+         * keys in one split of 70 */
+        {NARROW128, NHD, BF16, BF16, 64, 2, {4480, 40}, 0, 1, 70},
     };
-    enum { QUICK_TAIL = 4 };
+    enum { QUICK_TAIL = 5 };
     const size_t count = sizeof shapes / sizeof shapes[0];
     for (size_t i = 0; i < count; i++) {
         int64_t work = 0;
