@@ -145,14 +145,19 @@ static sy_status check_sinks(const char *op, const sy_tensor *sinks, int64_t hq,
     return SY_OK;
 }
 
-/* The most splits worth taking: min_keys keys each, of the longest context the block tables can
- * hold (or of the window), at most SY_ATTN_MAX_SPLITS. */
+/* The keys a split may have to cover: the longest context the block tables can hold, or the window
+ * (and the tile it may start inside). */
+static int64_t longest_keys(const sy_attn_decode_args *a)
+{
+    const int64_t keys = a->block_tables.shape[1] * (int64_t)a->geom.page_size;
+    return a->window > 0 && keys > (int64_t)a->window + SY_ATTN_DECODE_TILE ? (int64_t)a->window + SY_ATTN_DECODE_TILE
+                                                                            : keys;
+}
+
+/* The most splits worth taking: min_keys keys each, of longest_keys, at most SY_ATTN_MAX_SPLITS. */
 static uint64_t max_splits(const sy_attn_decode_args *a, int64_t min_keys)
 {
-    int64_t keys = a->block_tables.shape[1] * (int64_t)a->geom.page_size;
-    if (a->window > 0 && keys > (int64_t)a->window + SY_ATTN_DECODE_TILE)
-        keys = (int64_t)a->window + SY_ATTN_DECODE_TILE;
-    const uint64_t by_keys = (uint64_t)((keys + min_keys - 1) / min_keys);
+    const uint64_t by_keys = (uint64_t)((longest_keys(a) + min_keys - 1) / min_keys);
     return by_keys < 1 ? 1 : by_keys > (uint64_t)SY_ATTN_MAX_SPLITS ? (uint64_t)SY_ATTN_MAX_SPLITS : by_keys;
 }
 
@@ -166,22 +171,25 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     return (uint32_t)(splits > most ? most : splits < 1 ? 1 : splits);
 }
 
-/* The warp-streaming kernel: the split count s that minimizes the time of the longest item,
- * waves(items x s) / s in units of a whole context, with WARP_SLOTS_PER_SM warps a multiprocessor
- * as a wave; the fewest splits among near ties (5%), since each split costs a partial and its
- * combine. */
+/* The warp-streaming kernel: the split count that minimizes the time of the longest item, counted
+ * in tiles, waves(items x splits) x the tiles of a split, with WARP_SLOTS_PER_SM warps a
+ * multiprocessor as a wave; the fewest splits among near ties (5%), since each split costs a
+ * partial and its combine. Splits span whole tiles (sy_attn_gpu_split_range), so s splits of T
+ * tiles take ceil(T / s) each and only ceil(T / that) of them get any: that many are launched, so
+ * that no warp streams nothing. H200, 1 x 32768: 57 splits of 9 tiles (61 launched) -> 64 of 8. */
 [[maybe_unused]] static uint32_t choose_warp_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decode_args *a,
                                                     uint64_t items)
 {
     if (a->num_splits > 0)
         return (uint32_t)a->num_splits;
     const uint64_t slots = (uint64_t)ctx->multiprocessors * WARP_SLOTS_PER_SM, most = max_splits(a, WARP_SPLIT_MIN_KEYS);
-    uint64_t best = 1;
-    double best_cost = 0.0;
+    const uint64_t tiles = (uint64_t)(longest_keys(a) + SY_ATTN_DECODE_TILE - 1) / SY_ATTN_DECODE_TILE;
+    uint64_t best = 1, best_cost = 0;
     for (uint64_t s = 1; s <= most; s++) {
-        const double cost = (double)((items * s + slots - 1) / slots) / (double)s;
-        if (s == 1 || cost < best_cost * 0.95) {
-            best = s;
+        const uint64_t span = tiles ? (tiles + s - 1) / s : 1, used = tiles ? (tiles + span - 1) / span : 1;
+        const uint64_t cost = (items * used + slots - 1) / slots * span;
+        if (s == 1 || (double)cost < (double)best_cost * 0.95) {
+            best = used;
             best_cost = cost;
         }
     }
