@@ -40,6 +40,8 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cp_async_cuda.cuh"
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
@@ -334,49 +336,62 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 
         /* The online softmax in log2 units: the max over the raw products (the scale is positive),
          * each probability one FMA and one ex2, masked only where the tile crosses a row's range.
-         * The max and the sum run as two chains each (j = 0, 1), halving their dependent latency. */
-        const bool masked = t0 < full_lo || t0 + S::KT > full_hi;
+         * The max and the sum run as two chains each (j = 0, 1), halving their dependent latency.
+         * Instantiated twice, for tiles that cross a row's range and for tiles inside every row's:
+         * the second has no branch, so the compiler interleaves the two half-rows' chains (with a
+         * run-time `masked`, each half-row was its own basic block). H200, in one process: 1 x 8192
+         * 2.14-2.16 -> 2.08-2.10 ms, 8 x 2048 1.24-1.26 -> 1.15-1.18 ms, window 128 215-219 ->
+         * 208-209 / 417-420 -> 402-413 us, the extend chunk 152 -> 147-149 us. Issuing the refill's
+         * copies after QK's products instead of before was mixed (8 x 2048 and the extend chunk 2-3%
+         * faster, 1 x 8192 2% slower, inside its spread) and is not done. */
+        const auto softmax = [&](auto masked_tag) {
+            constexpr bool masked = decltype(masked_tag)::value;
 #pragma unroll
-        for (int mt = 0; mt < S::MT; mt++)
+            for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                float mx[2] = {-INFINITY, -INFINITY};
+                for (int hf = 0; hf < 2; hf++) {
+                    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-                for (int nt = 0; nt < S::NT; nt++)
+                    for (int nt = 0; nt < S::NT; nt++)
 #pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        const int key = t0 + 8 * nt + 2 * c + j;
-                        if (masked && (key < lo[mt][hf] || key >= hi[mt][hf]))
-                            s[mt][nt][2 * hf + j] = -INFINITY;
-                        mx[j] = fmaxf(mx[j], s[mt][nt][2 * hf + j]);
-                    }
-                float tile_max = fmaxf(mx[0], mx[1]);
-                tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
-                tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
-                /* -inf stays -inf under a zero scale, where the product would be NaN */
-                const float m_new = fmaxf(m[mt][hf], tile_max == -INFINITY ? -INFINITY : tile_max * score_scale);
-                const float base = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = sy_attn_mma_exp2(m[mt][hf] - base);
-                m[mt][hf] = m_new;
-                float sum[2] = {0.0f, 0.0f};
+                        for (int j = 0; j < 2; j++) {
+                            const int key = t0 + 8 * nt + 2 * c + j;
+                            if (masked && (key < lo[mt][hf] || key >= hi[mt][hf]))
+                                s[mt][nt][2 * hf + j] = -INFINITY;
+                            mx[j] = fmaxf(mx[j], s[mt][nt][2 * hf + j]);
+                        }
+                    float tile_max = fmaxf(mx[0], mx[1]);
+                    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
+                    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
+                    /* -inf stays -inf under a zero scale, where the product would be NaN */
+                    const float m_new = fmaxf(m[mt][hf], tile_max == -INFINITY ? -INFINITY : tile_max * score_scale);
+                    const float base = m_new == -INFINITY ? 0.0f : m_new;
+                    const float alpha = sy_attn_mma_exp2(m[mt][hf] - base);
+                    m[mt][hf] = m_new;
+                    float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-                for (int nt = 0; nt < S::NT; nt++)
+                    for (int nt = 0; nt < S::NT; nt++)
 #pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        const float x = s[mt][nt][2 * hf + j];
-                        float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
-                        if (masked && x == -INFINITY) /* a zero scale would make the masked 0 x -inf NaN */
-                            e = 0.0f;
-                        s[mt][nt][2 * hf + j] = e;
-                        sum[j] += e;
-                    }
-                l[mt][hf] = l[mt][hf] * alpha + (sum[0] + sum[1]);
+                        for (int j = 0; j < 2; j++) {
+                            const float x = s[mt][nt][2 * hf + j];
+                            float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
+                            if (masked && x == -INFINITY) /* a zero scale would make the masked 0 x -inf NaN */
+                                e = 0.0f;
+                            s[mt][nt][2 * hf + j] = e;
+                            sum[j] += e;
+                        }
+                    l[mt][hf] = l[mt][hf] * alpha + (sum[0] + sum[1]);
 #pragma unroll
-                for (int dt = 0; dt < S::DT; dt++)
+                    for (int dt = 0; dt < S::DT; dt++)
 #pragma unroll
-                    for (int j = 0; j < 2; j++)
-                        o[mt][dt][2 * hf + j] *= alpha;
-            }
+                        for (int j = 0; j < 2; j++)
+                            o[mt][dt][2 * hf + j] *= alpha;
+                }
+        };
+        if (t0 < full_lo || t0 + S::KT > full_hi)
+            softmax(std::true_type{});
+        else
+            softmax(std::false_type{});
 #pragma unroll
         for (int kk = 0; kk < S::KT / 16; kk++) {
             /* P's A fragments of key k-step kk: n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3). */
