@@ -8,8 +8,8 @@
  * sy_moe_block_offset / sy_moe_scale_offset of its tile-order row, and one thread per bias writes it
  * as f32 in de-interleaved order: the same bytes as the host prepare (moe_mxfp4_cpu.c).
  *
- * route: one thread per token runs sy_moe_route_token, the host's own function (ties to the lower
- * id, NaN last, softmax over the k chosen).
+ * route: 32 lanes a token find the k largest logits under the host's order (ties to the lower id,
+ * NaN last; sy_moe_ranks_before) and finish with the host's softmax (sy_moe_route_softmax).
  *
  * forward, per slice of at most MOE_GPU_SLICE_PAIRS routed (token, k) pairs:
  *   count    experts' pair counts (atomic increments: the counts do not depend on their order)
@@ -75,7 +75,9 @@ enum {
     MOE_GPU_REDUCE_STRIDE = 17, /* floats per (tile, token, row) of the column reduction, also against conflicts */
     MOE_GPU_SLICE_PAIRS = 8192, /* routed pairs per pass: bounds the act and y buffers (2 x 94 MB at 2880) */
     MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_GPU_MAX_EXPERTS,
-    MOE_GPU_SIMPLE_THREADS = 256
+    MOE_GPU_SIMPLE_THREADS = 256,
+    /* lanes that route one token: a warp of 32, half a wavefront of 64 (shuffles stay inside) */
+    MOE_GPU_ROUTE_LANES = 32
 };
 
 #define MOE_GPU_W13_INDICES (MOE_GPU_TILES / 2 * MOE_GPU_TILE_ROWS) /* intermediate indices per w13 CTA */
@@ -240,6 +242,15 @@ static unsigned moe_gpu_grid_for(uint64_t n)
     return (unsigned)(blocks < 1 ? 1 : blocks > 65536 ? 65536 : blocks);
 }
 
+/* A row a block along x and its columns across y, a thread a column: the per-row kernels
+ * (staging x, the combine). One block a row looping over 2880 columns held a thread to a chain
+ * of 12 memory waits (combine of 128 tokens: 10.2 us on the H200). */
+static dim3 moe_gpu_columns_grid(int64_t rows, uint32_t columns)
+{
+    const uint32_t y = (columns + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS;
+    return dim3((unsigned)rows, y < 1 ? 1 : y > 65535 ? 65535 : y);
+}
+
 /* Checks one checkpoint matrix: blocks [E, R, K/32, 16], scales [E, R, K/32], bias [E, R]. */
 static sy_status moe_gpu_check_checkpoint(const char *op, const char *what, const sy_tensor *blocks,
                                           const sy_tensor *scales, const sy_tensor *bias, uint32_t E, uint32_t rows,
@@ -351,12 +362,57 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
 /* ------------------------------------------------------------------------------------------ */
 /* route                                                                                       */
 
+/* One segment of MOE_GPU_ROUTE_LANES lanes a token. Lane l reads logits l, l + 32, ... (coalesced),
+ * and the segment picks the k winners one a round: each lane offers its best logit among those that
+ * rank after the last winner, and a butterfly of shuffles keeps the best offer under the host's
+ * order (sy_moe_ranks_before, a total order: ties to the lower id, NaN last), so the ids are
+ * sy_moe_route_token's; lane 0 then finishes with the host's softmax. One thread a token, reading
+ * its 128 logits one strided load at a time and sorting in local memory, took 48 us for 128 tokens
+ * (H200), which the decode step paid in each of its 36 layers. */
 static __global__ void moe_gpu_route_kernel(const float *logits, int64_t stride, uint32_t experts, uint32_t k,
                                             int64_t tokens, int32_t *ids, float *weights)
 {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < tokens)
-        sy_moe_route_token(logits + t * stride, experts, k, ids + t * k, weights + t * k);
+    const uint32_t lane = threadIdx.x % MOE_GPU_ROUTE_LANES;
+    const int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / MOE_GPU_ROUTE_LANES;
+    /* Segments are aligned, so a segment past the last token leaves whole, before any shuffle. */
+    if (t >= tokens)
+        return;
+    const float *row = logits + t * stride;
+    float best[SY_MOE_MAX_TOP_K];
+    uint32_t best_id[SY_MOE_MAX_TOP_K];
+    float last = 0.0f;
+    uint32_t last_id = 0;
+    for (uint32_t r = 0; r < k; r++) {
+        int have = 0;
+        float v = 0.0f;
+        uint32_t id = 0;
+        for (uint32_t e = lane; e < experts; e += MOE_GPU_ROUTE_LANES) {
+            const float x = row[e];
+            if ((r == 0 || sy_moe_ranks_before(last, last_id, x, e)) && (!have || sy_moe_ranks_before(x, e, v, id))) {
+                have = 1;
+                v = x;
+                id = e;
+            }
+        }
+#pragma unroll
+        for (int mask = MOE_GPU_ROUTE_LANES / 2; mask > 0; mask /= 2) {
+            const float ov = sy_shfl_xor(v, mask);
+            const uint32_t oid = sy_shfl_xor(id, mask);
+            const int ohave = sy_shfl_xor(have, mask);
+            if (ohave && (!have || sy_moe_ranks_before(ov, oid, v, id))) {
+                have = 1;
+                v = ov;
+                id = oid;
+            }
+        }
+        /* k <= experts: some lane always had an offer, and every lane now holds the winner. */
+        last = v;
+        last_id = id;
+        best[r] = v;
+        best_id[r] = id;
+    }
+    if (lane == 0)
+        sy_moe_route_softmax(best, best_id, k, ids + t * k, weights + t * k);
 }
 
 extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *a, sy_error *err)
@@ -374,7 +430,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const s
         st = moe_gpu_check_topk(op, &a->topk_ids, &a->topk_weights, T, k, err);
     if (st != SY_OK || T == 0)
         return st;
-    const int64_t blocks = (T + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS;
+    const int64_t per_block = MOE_GPU_SIMPLE_THREADS / MOE_GPU_ROUTE_LANES, blocks = (T + per_block - 1) / per_block;
     if (blocks > 0x7FFFFFFF)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld tokens exceed one launch", op, (long long)T);
     /* A single row's stride is free in the tensor view. */
@@ -700,7 +756,8 @@ static __global__ void moe_gpu_combine_kernel(const float *y, uint32_t hidden, c
     bool ok = *valid != 0;
     for (uint32_t j = 0; j < k; j++)
         ok = ok && ids[t * k + j] >= 0 && (uint32_t)ids[t * k + j] < experts;
-    for (uint32_t n = threadIdx.x; n < hidden; n += blockDim.x) {
+    /* Columns across blockIdx.y too (moe_gpu_columns_grid), so that a thread's k loads are all it waits on. */
+    for (uint32_t n = blockIdx.y * blockDim.x + threadIdx.x; n < hidden; n += gridDim.y * blockDim.x) {
         float acc = 0.0f;
         for (uint32_t j = 0; j < k; j++)
             acc += weights[t * k + j] * y[(t * k + j) * hidden + n];
@@ -750,7 +807,7 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 }
 
 #if defined(SY_VENDOR_CUDA)
-/* Row blockIdx.x of x as the tensor-core product's input [rows][H]: 16-byte aligned rows, each
+/* Row blockIdx.x of x (columns across blockIdx.y) as the tensor-core product's input [rows][H]: 16-byte aligned rows, each
  * group of 8 in the pair order of sy_e2m1_pair_slot; bf16 x as it is, f32 x as two bf16 planes,
  * the high parts at hi and the bf16 of the remainders `plane` elements further. */
 static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
@@ -758,7 +815,7 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
 {
     const int64_t row = (int64_t)blockIdx.x * x_stride;
     uint16_t *out = hi + (size_t)blockIdx.x * H;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
+    for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < H; i += gridDim.y * blockDim.x) {
         const uint32_t at = (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
         if (dtype == SY_DTYPE_F32)
             sy_mma_split_bf16_one(((const float *)x)[row + i], &out[at], &out[plane + at]);
@@ -945,8 +1002,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 #if defined(SY_VENDOR_CUDA)
         {
             const size_t plane = (size_t)max_tokens * d.hidden;
-            moe_gpu_stage_x_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(g.in, a->x.dtype, x_stride,
-                                                                                      d.hidden, s.x_planes, plane);
+            moe_gpu_stage_x_kernel<<<moe_gpu_columns_grid(tokens, d.hidden), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+                g.in, a->x.dtype, x_stride, d.hidden, s.x_planes, plane);
             SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_x_kernel");
             g.in = s.x_planes;
             g.in_dtype = SY_DTYPE_BF16;
@@ -976,7 +1033,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         if (st != SY_OK)
             return st;
 
-        moe_gpu_combine_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+        moe_gpu_combine_kernel<<<moe_gpu_columns_grid(tokens, d.hidden), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
             s.y, d.hidden, ids, weights, k, E, s.valid, (char *)a->out.data + t0 * out_stride * (int64_t)out_elem,
             a->out.dtype, out_stride);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_combine_kernel");

@@ -24,6 +24,22 @@ SY_HD int sy_moe_ranks_before(float a, uint32_t ia, float b, uint32_t ib)
     return a > b || (a == b && ia < ib);
 }
 
+/* The k chosen logits best[0 .. k) in rank order and their experts -> ids[k] and weights[k] (the
+ * softmax of the k): how every implementation of the routing finishes, whatever its search. */
+SY_HD void sy_moe_route_softmax(const float *best, const uint32_t *best_id, uint32_t k, int32_t *ids, float *weights)
+{
+    /* Subtracting the largest keeps exp in range; it cancels in the ratio. */
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < k; j++) {
+        weights[j] = expf(best[j] - best[0]);
+        sum += weights[j];
+    }
+    for (uint32_t j = 0; j < k; j++) {
+        weights[j] /= sum;
+        ids[j] = (int32_t)best_id[j];
+    }
+}
+
 /* logits[experts] -> ids[k] (descending) and weights[k] (softmax over the k chosen logits).
  * Requires 1 <= k <= min(experts, SY_MOE_MAX_TOP_K). */
 SY_HD void sy_moe_route_token(const float *logits, uint32_t experts, uint32_t k, int32_t *ids, float *weights)
@@ -44,16 +60,7 @@ SY_HD void sy_moe_route_token(const float *logits, uint32_t experts, uint32_t k,
         best[pos] = v;
         best_id[pos] = e;
     }
-    /* Subtracting the largest keeps exp in range; it cancels in the ratio. */
-    float sum = 0.0f;
-    for (uint32_t j = 0; j < k; j++) {
-        weights[j] = expf(best[j] - best[0]);
-        sum += weights[j];
-    }
-    for (uint32_t j = 0; j < k; j++) {
-        weights[j] /= sum;
-        ids[j] = (int32_t)best_id[j];
-    }
+    sy_moe_route_softmax(best, best_id, k, ids, weights);
 }
 
 #endif

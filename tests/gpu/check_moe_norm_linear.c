@@ -6,7 +6,9 @@
  *
  * Every device case prints one PASS / FAIL line per comparison:
  *   moe prepare   the device-prepared buffer equals the host-prepared one byte for byte (both layouts)
- *   moe route     the same expert ids (ties to the lower id), weights within 1e-6 relative L2
+ *   moe route     the same expert ids (ties to the lower id, signed zeros tied, NaN last), weights
+ *                 within 1e-6 relative L2; at the forward's shapes and at route-only ones (experts
+ *                 past a warp of 32 and not a multiple of it, k up to 32, one expert, 1024 experts)
  *   moe forward   within 1e-5 (f32) / 5e-3 (bf16) of the cpu twin, INTERLEAVE and SEPARATED equal bit
  *                 for bit, a repeated run equal bit for bit, the first 7 tokens run alone equal bit
  *                 for bit, a buffer of the other layout giving NaN; small shapes also against a
@@ -427,25 +429,39 @@ static void moe_prepare_both(const moe_case *mc, const moe_checkpoint *c, const 
 }
 
 /* cpu and GPU route of the same logits; the cpu's ids and weights come back for the forward. */
-static void moe_route_both(sy_rng *rng, const moe_case *mc, const sy_moe_shape *shape, const moe_side *cpu,
+static void moe_route_both(sy_rng *rng, const sy_moe_shape *shape, uint32_t T, const moe_side *cpu,
                            const moe_side *gpu, int32_t *ids, float *weights)
 {
-    const size_t n = (size_t)mc->T * mc->k;
-    float *logits = random_values(rng, F32, (size_t)mc->T * mc->E, -4.0f, 4.0f);
-    /* Ties: the lower id must win on both. */
-    for (uint32_t t = 0; t < mc->T; t += 3)
-        logits[(size_t)t * mc->E + mc->E - 1] = logits[(size_t)t * mc->E];
+    const uint32_t E = shape->num_experts, k = shape->top_k;
+    const size_t n = (size_t)T * k;
+    float *logits = random_values(rng, F32, (size_t)T * E, -4.0f, 4.0f);
+    for (uint32_t t = 0; t < T; t++) {
+        float *row = logits + (size_t)t * E;
+        /* Ties: the lower id must win on both. */
+        if (t % 3 == 0)
+            row[E - 1] = row[0];
+        /* Signed zeros as the two largest: equal, so the lower id first. */
+        if (t % 7 == 2) {
+            for (uint32_t e = 0; e < E; e++)
+                row[e] = -fabsf(row[e]) - 1.0f;
+            row[0] = -0.0f;
+            row[E - 1] = 0.0f;
+        }
+        /* A NaN ranks below every number; with more experts than k it is never chosen. */
+        if (t % 5 == 1 && E > k)
+            row[t % E] = NAN;
+    }
     sy_moe_route_args r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
     r.shape = *shape;
-    r.logits = matrix(logits, F32, mc->T, mc->E, mc->E);
-    r.topk_ids = matrix(ids, SY_DTYPE_I32, mc->T, mc->k, mc->k);
-    r.topk_weights = matrix(weights, F32, mc->T, mc->k, mc->k);
+    r.logits = matrix(logits, F32, T, E, E);
+    r.topk_ids = matrix(ids, SY_DTYPE_I32, T, k, k);
+    r.topk_weights = matrix(weights, F32, T, k, k);
     sy_error err = {{0}};
     ck_assert_msg(cpu->ops->route(cpu->ctx, NULL, &r, &err) == SY_OK, "cpu route: %s", err.msg);
 
-    void *d_logits = dev_buffer(logits, sizeof(float) * mc->T * mc->E);
+    void *d_logits = dev_buffer(logits, sizeof(float) * T * E);
     void *d_ids = dev_buffer(NULL, sizeof(int32_t) * n), *d_weights = dev_buffer(NULL, sizeof(float) * n);
     r.logits.data = d_logits;
     r.topk_ids.data = d_ids;
@@ -463,7 +479,7 @@ static void moe_route_both(sy_rng *rng, const moe_case *mc, const sy_moe_shape *
     }
     const double rel = sy_rel_l2_f32(gweights, ref, n);
     verdict(wrong == 0 && rel <= 1e-6, "%s (%s) route T%u E%u k%u: %zu ids differ, weights rel L2 %.2e (tol 1e-6)",
-            gpu->desc->name, SY_TEST_GPU_BACKEND, mc->T, mc->E, mc->k, wrong, rel);
+            gpu->desc->name, SY_TEST_GPU_BACKEND, T, E, k, wrong, rel);
     dev_free(d_logits);
     dev_free(d_ids);
     dev_free(d_weights);
@@ -597,7 +613,7 @@ START_TEST(test_moe)
 
     int32_t *ids = malloc(sizeof(int32_t) * mc->T * mc->k);
     float *weights = malloc(sizeof(float) * mc->T * mc->k);
-    moe_route_both(&rng, mc, &shape, &cpu[0], &gpu[0], ids, weights);
+    moe_route_both(&rng, &shape, mc->T, &cpu[0], &gpu[0], ids, weights);
 
     const int64_t Hp = c.Hp;
     moe_forward_variant(&rng, mc, &c, &shape, cpu, gpu, ids, weights, F32, mc->H, mc->H, F32);
@@ -656,6 +672,34 @@ static double *norm_double_reference(const norm_case *nc, const void *x, const v
     }
     return out;
 }
+
+/* The routing alone at shapes the forward cases leave out: expert counts past one warp of 32 and not
+ * a multiple of it, k up to SY_MOE_MAX_TOP_K, a single expert, the plugins' largest expert count. */
+static const struct {
+    uint32_t E, k, T;
+} ROUTE_CASES[] = {{75, 5, 37}, {33, 32, 9}, {200, 8, 301}, {1, 1, 3}, {1024, 4, 70}};
+
+START_TEST(test_moe_route)
+{
+    const uint32_t E = ROUTE_CASES[_i].E, k = ROUTE_CASES[_i].k, T = ROUTE_CASES[_i].T;
+    sy_rng rng = {seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(_i + 1))};
+    const sy_moe_shape shape = {sizeof shape, E, 32, 32, k, 1.702f, 7.0f, 0};
+    moe_side cpu = {0}, gpu = {0};
+    cpu.desc = plugin(SY_KIND_MOE, moe_names[0], "cpu");
+    gpu.desc = plugin(SY_KIND_MOE, moe_names[0], SY_TEST_GPU_BACKEND);
+    cpu.ops = cpu.desc->ops;
+    gpu.ops = gpu.desc->ops;
+    cpu.ctx = plugin_init(cpu.desc);
+    gpu.ctx = plugin_init(gpu.desc);
+    int32_t *ids = malloc(sizeof(int32_t) * T * k);
+    float *weights = malloc(sizeof(float) * T * k);
+    moe_route_both(&rng, &shape, T, &cpu, &gpu, ids, weights);
+    free(ids);
+    free(weights);
+    plugin_fini(cpu.desc, cpu.ctx);
+    plugin_fini(gpu.desc, gpu.ctx);
+}
+END_TEST
 
 START_TEST(test_norm)
 {
@@ -880,6 +924,7 @@ int main(void)
         tcase_add_loop_test(device, test_norm, 0, (int)(sizeof NORM_CASES / sizeof NORM_CASES[0]));
         tcase_add_loop_test(device, test_linear, 0, (int)(sizeof LINEAR_CASES / sizeof LINEAR_CASES[0]));
         tcase_add_loop_test(device, test_moe, 0, (int)(sizeof MOE_CASES / sizeof MOE_CASES[0]));
+        tcase_add_loop_test(device, test_moe_route, 0, (int)(sizeof ROUTE_CASES / sizeof ROUTE_CASES[0]));
         suite_add_tcase(suite, device);
     } else {
         printf("skipped: no GPU (%s)\n", backend_entry->probe_reason);
