@@ -228,43 +228,88 @@ extern "C" sy_status sy_linear_gpu_tiled(void *ctx, sy_stream stream, const sy_l
 
 #if defined(SY_VENDOR_CUDA)
 
-/* Blocks for a grid-stride loop over n items. */
-static unsigned linear_grid_for(int64_t n)
+/* The element-wise kernels around the GEMM give each thread LINEAR_RUN consecutive columns of one
+ * row (one 16-byte load of f32 where the row allows it): columns across blockIdx.x, rows across
+ * blockIdx.y, each grid-strided past its launch limit. With one element a thread, found from a flat
+ * index by a 64-bit division, the split took 4.2 us for a 128 x 2880 x and the epilogue 123 us for
+ * the 128 x 201088 logits (H200): more threads than the data needed, each waiting on one load. */
+enum { LINEAR_RUN = 4 };
+
+static dim3 linear_grid_for(int64_t rows, int64_t cols)
 {
-    int64_t blocks = (n + LINEAR_SIMPLE_THREADS - 1) / LINEAR_SIMPLE_THREADS;
-    return (unsigned)(blocks < 1 ? 1 : blocks > 65536 ? 65536 : blocks);
+    const int64_t per_block = (int64_t)LINEAR_SIMPLE_THREADS * LINEAR_RUN, x = (cols + per_block - 1) / per_block;
+    return dim3((unsigned)(x < 1 ? 1 : x > 65536 ? 65536 : x), (unsigned)(rows < 1 ? 1 : rows > 65535 ? 65535 : rows));
+}
+
+/* Row m and first column k0 of each run of a [rows x cols] matrix this thread owns under linear_grid_for. */
+#define LINEAR_FOR_EACH_RUN(m, k0, rows, cols)                                                      \
+    for (int64_t m = blockIdx.y; m < (rows); m += gridDim.y)                                        \
+        for (int64_t k0 = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * LINEAR_RUN; k0 < (cols); \
+             k0 += (int64_t)gridDim.x * blockDim.x * LINEAR_RUN)
+
+/* The run of f32 at row[k0 ..], as far as it goes before n: one 16-byte load when whole and aligned. */
+static __device__ __forceinline__ void linear_load_run(const float *row, int64_t k0, int64_t n, float (&v)[LINEAR_RUN])
+{
+    const float *p = row + k0;
+    if (k0 + LINEAR_RUN <= n && ((uintptr_t)p & 15u) == 0) {
+        const float4 q = *(const float4 *)p;
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < LINEAR_RUN; j++)
+        v[j] = k0 + j < n ? p[j] : 0.0f;
 }
 
 /* x rows [0, rows) as bf16 high parts in out[0 .. rows) and low parts in out[rows .. 2 rows). */
 static __global__ void linear_split_kernel(const float *x, int64_t ldx, int64_t rows, int64_t K, uint16_t *out)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * K; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t m = i / K, k = i % K;
-        const float v = x[m * ldx + k];
-        const uint16_t hi = sy_f32_to_bf16(v);
-        out[i] = hi;
-        out[rows * K + i] = sy_f32_to_bf16(v - sy_bf16_to_f32(hi));
+    LINEAR_FOR_EACH_RUN(m, k0, rows, K)
+    {
+        float v[LINEAR_RUN];
+        linear_load_run(x + m * ldx, k0, K, v);
+#pragma unroll
+        for (int j = 0; j < LINEAR_RUN; j++)
+            if (k0 + j < K) {
+                const uint16_t hi = sy_f32_to_bf16(v[j]);
+                out[m * K + k0 + j] = hi;
+                out[(rows + m) * K + k0 + j] = sy_f32_to_bf16(v[j] - sy_bf16_to_f32(hi));
+            }
     }
 }
 
 static __global__ void linear_widen_kernel(const uint16_t *x, int64_t ldx, int64_t rows, int64_t K, float *out)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * K; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = sy_bf16_to_f32(x[(i / K) * ldx + i % K]);
+    LINEAR_FOR_EACH_RUN(m, k0, rows, K)
+    {
+#pragma unroll
+        for (int j = 0; j < LINEAR_RUN; j++)
+            if (k0 + j < K)
+                out[m * K + k0 + j] = sy_bf16_to_f32(x[m * ldx + k0 + j]);
+    }
 }
 
 /* y[m][n] = C[m][n] (+ C[rows + m][n]) + b[n], rounded once to y's dtype. */
 static __global__ void linear_epilogue_kernel(const float *C, int64_t rows, int64_t N, int split, const void *b,
                                               int32_t b_dtype, void *y, int32_t y_dtype, int64_t ldy)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * N; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t m = i / N, n = i % N;
-        float v = C[i];
+    LINEAR_FOR_EACH_RUN(m, n0, rows, N)
+    {
+        float v[LINEAR_RUN], lo[LINEAR_RUN];
+        linear_load_run(C + m * N, n0, N, v);
         if (split)
-            v += C[rows * N + i];
-        if (b)
-            v += linear_load(b, b_dtype, n);
-        linear_store(y, y_dtype, m * ldy + n, v);
+            linear_load_run(C + (rows + m) * N, n0, N, lo);
+#pragma unroll
+        for (int j = 0; j < LINEAR_RUN; j++) {
+            if (n0 + j >= N)
+                break;
+            float r = v[j];
+            if (split)
+                r += lo[j];
+            if (b)
+                r += linear_load(b, b_dtype, n0 + j);
+            linear_store(y, y_dtype, m * ldy + n0 + j, r);
+        }
     }
 }
 
@@ -355,13 +400,13 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
         const void *B = x_pass;
         int64_t ldb = a.ldx;
         if (how == LINEAR_WIDEN_X) {
-            linear_widen_kernel<<<linear_grid_for(mp * a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+            linear_widen_kernel<<<linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
                 (const uint16_t *)x_pass, a.ldx, mp, a.K, (float *)xb);
             SY_GPU_CHECK_LAUNCH(err, "linear_widen_kernel");
             B = xb;
             ldb = a.K;
         } else if (split) {
-            linear_split_kernel<<<linear_grid_for(mp * a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+            linear_split_kernel<<<linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
                 (const float *)x_pass, a.ldx, mp, a.K, (uint16_t *)xb);
             SY_GPU_CHECK_LAUNCH(err, "linear_split_kernel");
             B = xb;
@@ -373,7 +418,7 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
                                        (int)a.K, &one, a.w, type, (int)a.K, B, type, (int)ldb, &zero, C, CUDA_R_32F,
                                        (int)a.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                           "cublasGemmEx", &a);
-        linear_epilogue_kernel<<<linear_grid_for(mp * a.N), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+        linear_epilogue_kernel<<<linear_grid_for(mp, a.N), LINEAR_SIMPLE_THREADS, 0, gs>>>(
             C, mp, a.N, split, a.b, a.b_dtype, (char *)a.y + m0 * a.ldy * (int64_t)y_elem, a.y_dtype, a.ldy);
         SY_GPU_CHECK_LAUNCH(err, "linear_epilogue_kernel");
     }
