@@ -155,8 +155,14 @@ START_TEST(steps_match_workload_vectorized_5d)
 }
 END_TEST
 
-/* A prompt in three uneven pieces, with a decode step in between, equals one prefill of it all
- * followed by the same decode: positions continue across calls, and a reset starts afresh. */
+/* A prompt in three uneven pieces, then a decode step, gives the tokens of one prefill of it all
+ * followed by the same decode: positions continue across calls, and a reset starts afresh. The two
+ * paths are not bit-identical (their calls have other row counts, and a later piece's attention
+ * reads gathered K/V): the logits differ by about 1e-5, and once in 120 runs (model seed
+ * 1796393955772549986, prompts from 1796393955746476899) sequence 2's differed by 6e-3 after the
+ * pieces, most likely a near tie in a router's top-k, and its decode token changed. A position or
+ * reset error changes every sequence's tokens (a piece fed one token early: 3 of 3 differ), so one
+ * sequence of the three may differ, not two. */
 START_TEST(prefill_in_pieces)
 {
     opened o;
@@ -181,11 +187,14 @@ START_TEST(prefill_in_pieces)
         ck_assert_uint_eq(sy_engine_sequence_length(o.h), cuts[k + 1]);
     }
     ck_assert_msg(sy_engine_decode(o.h, split, after_split, &err) == SY_OK, "%s", err.msg);
-    for (int b = 0; b < B; b++) {
-        ck_assert_msg(split[b] == whole[b], "sequence %d: pieces gave %u, one prefill %u", b, split[b], whole[b]);
-        ck_assert_msg(after_split[b] == after_whole[b], "sequence %d after decode: %u vs %u", b, after_split[b],
-                      after_whole[b]);
-    }
+    int differing = 0;
+    for (int b = 0; b < B; b++)
+        if (split[b] != whole[b] || after_split[b] != after_whole[b]) {
+            differing++;
+            fprintf(stderr, "sequence %d: pieces gave %u then %u, one prefill %u then %u\n", b, split[b],
+                    after_split[b], whole[b], after_whole[b]);
+        }
+    ck_assert_msg(differing <= 1, "%d of %d sequences differ between the pieces and one prefill", differing, B);
     sy_engine_close(o.h);
 }
 END_TEST
