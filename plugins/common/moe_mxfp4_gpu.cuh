@@ -807,9 +807,10 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 }
 
 #if defined(SY_VENDOR_CUDA)
-/* Row blockIdx.x of x (columns across blockIdx.y) as the tensor-core product's input [rows][H]: 16-byte aligned rows, each
- * group of 8 in the pair order of sy_e2m1_pair_slot; bf16 x as it is, f32 x as two bf16 planes,
- * the high parts at hi and the bf16 of the remainders `plane` elements further. */
+/* Row blockIdx.x of x (columns across blockIdx.y) as the tensor-core product's input [rows][H]:
+ * 16-byte aligned rows, each group of 8 in the pair order of sy_e2m1_pair_slot; bf16 x as it is,
+ * f32 x as two bf16 planes, the high parts at hi and the bf16 of the remainders `plane` elements
+ * further. */
 static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
     moe_gpu_stage_x_kernel(const void *x, int32_t dtype, int64_t x_stride, uint32_t H, uint16_t *hi, size_t plane)
 {
