@@ -3,34 +3,64 @@
 #ifndef SY_GPU_WARP_H
 #define SY_GPU_WARP_H
 
+#include <math.h>
+
 #include "vendor.h"
 
 #if !defined(__CUDACC__) && !defined(__HIPCC__)
 #error "gpu_warp.h holds device code: include it from .cu sources only"
 #endif
 
-/* Butterfly sum: every lane ends with the sum over the warp. */
-__device__ __forceinline__ float sy_warp_sum(float value)
+/* Combining operations of the reductions below. */
+struct sy_reduce_add {
+    static constexpr float identity = 0.0f;
+    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct sy_reduce_max {
+    static constexpr float identity = -INFINITY;
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+/* Butterfly reduction: every lane ends with the result over the warp. */
+template <typename Op>
+__device__ __forceinline__ float sy_warp_reduce(float value)
 {
     for (int lane_mask = SY_WARP_SIZE / 2; lane_mask > 0; lane_mask /= 2)
-        value += sy_shfl_xor(value, lane_mask);
+        value = Op()(value, sy_shfl_xor(value, lane_mask));
     return value;
 }
 
-/* Sum over the block; every thread gets the result. blockDim.x must be a multiple of SY_WARP_SIZE
- * and every thread of the block must call it (it has barriers). `scratch` holds one float per warp. */
-__device__ __forceinline__ float sy_block_sum(float value, float *scratch)
+/* Reduction over the block; every thread gets the result. blockDim.x must be a multiple of
+ * SY_WARP_SIZE and every thread of the block must call it (it has barriers). `scratch` holds one
+ * float per warp. */
+template <typename Op>
+__device__ __forceinline__ float sy_block_reduce(float value, float *scratch)
 {
     const int lane = (int)threadIdx.x % SY_WARP_SIZE;
     const int warp = (int)threadIdx.x / SY_WARP_SIZE;
     const int warps = (int)blockDim.x / SY_WARP_SIZE;
-    value = sy_warp_sum(value);
+    value = sy_warp_reduce<Op>(value);
     __syncthreads();
     if (lane == 0)
         scratch[warp] = value;
     __syncthreads();
-    value = lane < warps ? scratch[lane] : 0.0f;
-    return sy_warp_sum(value);
+    value = lane < warps ? scratch[lane] : Op::identity;
+    return sy_warp_reduce<Op>(value);
+}
+
+__device__ __forceinline__ float sy_warp_sum(float value)
+{
+    return sy_warp_reduce<sy_reduce_add>(value);
+}
+
+__device__ __forceinline__ float sy_block_sum(float value, float *scratch)
+{
+    return sy_block_reduce<sy_reduce_add>(value, scratch);
+}
+
+__device__ __forceinline__ float sy_block_max(float value, float *scratch)
+{
+    return sy_block_reduce<sy_reduce_max>(value, scratch);
 }
 
 #endif

@@ -77,21 +77,6 @@ SY_DEV float sy_seg_sum(float x)
     return x;
 }
 
-/* Max over the block (blockDim.x a multiple of the warp width); every thread gets it. Has barriers:
- * all threads must call it. `scratch` holds one float per warp. */
-SY_DEV float sy_block_max(float x, float *scratch)
-{
-    const int lane = (int)threadIdx.x % SY_WARP_SIZE, warp = (int)threadIdx.x / SY_WARP_SIZE;
-    const int warps = (int)blockDim.x / SY_WARP_SIZE;
-    x = sy_seg_max<SY_WARP_SIZE>(x);
-    __syncthreads();
-    if (lane == 0)
-        scratch[warp] = x;
-    __syncthreads();
-    x = lane < warps ? scratch[lane] : -INFINITY;
-    return sy_seg_max<SY_WARP_SIZE>(x);
-}
-
 /* One online-softmax step of a row: `row` holds the tile's scores (-inf where masked), SEG
  * threads share it, each reading n = lane + SEG * i for i < PER and n < count. Scores are replaced
  * by p = e^(s - m'); lane 0 updates m, l and writes alpha = e^(m - m') (1 when m holds, including
