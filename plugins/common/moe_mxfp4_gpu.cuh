@@ -16,10 +16,12 @@
  *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
  *            counts, and a list of chunks (expert, first, count <= the product's chunk size) per expert
  *   scatter  the pairs grouped by expert
- *   stage    (CUDA) x as the tensor-core product takes it: aligned rows in its pair order, f32 x as
- *            bf16 high and low planes
+ *   stage    (CUDA) x as the tensor-core product takes it: aligned rows in its pair order, each
+ *            row times a power of two of its own, f32 x as bf16 high and low planes
  *   w13      per (chunk, a slice of intermediate indices): gate and up rows times the chunk's
- *            tokens, + b13, clamped SwiGLU -> act[pair][I] (CUDA: as two bf16 planes, for w2)
+ *            tokens, + b13, clamped SwiGLU -> act[pair][I] (CUDA: as two bf16 planes for w2, times
+ *            a fixed power of two; where the SwiGLU has no bound, f32 rows that a second stage pass
+ *            takes)
  *   w2       per (chunk, a slice of hidden rows): W2 act + b2 -> y[pair][H]
  *   combine  out[t][n] = sum over k, in k order, of weight * y[t*k + k'][n], rounded once.
  * On CUDA the two products run on tensor cores (moe_mxfp4_gpu_mma.cuh, chunks of up to 16 pairs, or
@@ -48,11 +50,14 @@
 #ifndef SY_MOE_MXFP4_GPU_CUH
 #define SY_MOE_MXFP4_GPU_CUH
 
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_runtime.h"
+#include "gpu_warp.h"
 #include "moe_layout.h"
 #include "moe_mxfp4_gpu.h"
 #include "moe_route.h"
@@ -558,8 +563,17 @@ typedef struct moe_gpu_gemm {
     float alpha, limit;
     /* The tensor-core product (CUDA) only: */
     int64_t in_lo_offset; /* two-plane input: bytes from a row's high parts to its low parts; 0: one plane */
-    uint16_t *out_hi;     /* w13: act as two bf16 planes, the high parts here ... */
-    int64_t out_lo_offset; /* ... and the low parts this many elements further */
+    /* Input row r was staged times 2^(126 - e_r) (moe_mxfp4_gpu_mma.cuh, "Exactness"): e_r is
+     * in_exp[r], or in_exp_fixed for every row where in_exp is NULL. */
+    const int32_t *in_exp;
+    int32_t in_exp_fixed;
+    /* w13: act_exp > 0: act as w2's input, two bf16 planes of act * 2^(126 - act_exp) (the SwiGLU
+     * bounds |act| under 2^act_exp, moe_gpu_act_exponent), the high parts at out_hi and the low parts
+     * out_lo_offset elements further; act_exp 0: act as f32 rows at out, for moe_gpu_stage_kernel. */
+    int32_t act_exp;
+    float act_scale; /* 2^(126 - act_exp) */
+    uint16_t *out_hi;
+    int64_t out_lo_offset;
 } moe_gpu_gemm;
 
 /* E2M1 code `q` of `word` (bits 4q..4q+3) as the f32 e2m1 * 2^-126 (see the file's comment). */
@@ -574,6 +588,38 @@ static __device__ __forceinline__ float moe_gpu_swiglu(float g, float u, float a
     g = g > limit ? limit : g;
     u = u > limit ? limit : (u < -limit ? -limit : u);
     return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+}
+
+/* v * 2^s, exact but for the one rounding of a result that is subnormal or overflows, as ldexpf
+ * gives it, in one or two multiplies: 2^s for s <= 127, 2^127 and 2^(s - 127) up to 254; ldexpf
+ * past those (where one multiply by 2^-126 and another could round twice). */
+typedef struct moe_gpu_pow2 {
+    float first, second;
+    int s;
+} moe_gpu_pow2;
+
+static __device__ __forceinline__ moe_gpu_pow2 moe_gpu_pow2_of(int s)
+{
+    const int first = s > 127 ? 127 : s < -126 ? -126 : s;
+    return moe_gpu_pow2{ldexpf(1.0f, first), ldexpf(1.0f, s - first), s};
+}
+
+static __device__ __forceinline__ float moe_gpu_times_pow2(float v, moe_gpu_pow2 p)
+{
+    return p.s >= -126 && p.s <= 254 ? v * p.first * p.second : ldexpf(v, p.s);
+}
+
+static __device__ __noinline__ float moe_gpu_ldexpf(float v, int e)
+{
+    return ldexpf(v, e);
+}
+
+/* v * 2^e for an exponent of moe_gpu_stage_kernel (-148 .. 128): one multiply where 2^e is a
+ * normal float, built from its bits; the rest (rows past 2^127 or under 2^-126) out of line, so
+ * that the product's epilogue stays small. */
+static __device__ __forceinline__ float moe_gpu_scale_back(float v, int e)
+{
+    return e >= -126 && e <= 127 ? v * __int_as_float((e + 127) << 23) : moe_gpu_ldexpf(v, e);
 }
 
 /* The CTA's share of one chunk: MOE_GPU_TILES tiles of the expert's matrix (blockIdx.y picks which)
@@ -779,7 +825,10 @@ typedef struct moe_gpu_scratch {
     moe_gpu_chunk *chunks;
     float *act, *y;
     size_t count_bytes; /* counts and fill, cleared before each pass */
-    uint16_t *x_planes; /* CUDA: the slice's x as the product takes it (moe_gpu_stage_x_kernel) */
+    /* CUDA: the slice's x as the product takes it and each row's exponent (moe_gpu_stage_kernel);
+     * where the SwiGLU has no bound, act staged likewise (act then holds f32 rows). */
+    uint16_t *x_planes, *act_planes;
+    int32_t *x_exp, *act_exp;
 } moe_gpu_scratch;
 
 #if defined(SY_VENDOR_CUDA)
@@ -807,22 +856,78 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 }
 
 #if defined(SY_VENDOR_CUDA)
-/* Row blockIdx.x of x (columns across blockIdx.y) as the tensor-core product's input [rows][H]:
- * 16-byte aligned rows, each group of 8 in the pair order of sy_e2m1_pair_slot; bf16 x as it is,
- * f32 x as two bf16 planes, the high parts at hi and the bf16 of the remainders `plane` elements
- * further. */
+/* Row blockIdx.x of `in` (x, or act where the SwiGLU has no bound) as the tensor-core product's
+ * input [rows][cols]: 16-byte aligned rows, each group of 8 in the pair order of
+ * sy_e2m1_pair_slot, times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
+ * two above the row's largest finite magnitude (e = 0 for a row of zeros). bf16 rows as one bf16
+ * plane (exact), f32 rows as two, the high parts at hi and the bf16 of the remainders `plane`
+ * elements further. e goes to row_exp for the product's epilogue. One block a row, each thread MOE_GPU_STAGE_PER elements of a pass loaded
+ * at once and kept for the writes where the row is one pass (H200, gpt-oss's 2880: a loop of one
+ * load at a time took 8.4 us at 128 rows). */
+enum { MOE_GPU_STAGE_PER = 12 };
+
 static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
-    moe_gpu_stage_x_kernel(const void *x, int32_t dtype, int64_t x_stride, uint32_t H, uint16_t *hi, size_t plane)
+    moe_gpu_stage_kernel(const void *in, int32_t dtype, int64_t in_stride, uint32_t cols, uint16_t *hi, size_t plane,
+                         int32_t *row_exp)
 {
-    const int64_t row = (int64_t)blockIdx.x * x_stride;
-    uint16_t *out = hi + (size_t)blockIdx.x * H;
-    for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < H; i += gridDim.y * blockDim.x) {
-        const uint32_t at = (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
-        if (dtype == SY_DTYPE_F32)
-            sy_mma_split_bf16_one(((const float *)x)[row + i], &out[at], &out[plane + at]);
-        else
-            out[at] = ((const uint16_t *)x)[row + i];
+    __shared__ float scratch[SY_MAX_WARPS_PER_BLOCK];
+    const int64_t row = (int64_t)blockIdx.x * in_stride;
+    const uint32_t pass = MOE_GPU_STAGE_PER * blockDim.x;
+    float v[MOE_GPU_STAGE_PER];
+    const auto load = [&](uint32_t c0) {
+#pragma unroll
+        for (int j = 0; j < MOE_GPU_STAGE_PER; j++) {
+            const uint32_t i = c0 + (uint32_t)j * blockDim.x + threadIdx.x;
+            v[j] = i < cols ? moe_gpu_load_f32_or_bf16(in, dtype, (uint64_t)(row + i)) : 0.0f;
+        }
+    };
+    float largest = 0.0f;
+    for (uint32_t c0 = 0; c0 < cols; c0 += pass) {
+        load(c0);
+#pragma unroll
+        for (int j = 0; j < MOE_GPU_STAGE_PER; j++)
+            if (fabsf(v[j]) <= FLT_MAX) /* not inf, not NaN: those stay what they are, scaled or not */
+                largest = fmaxf(largest, fabsf(v[j]));
     }
+    largest = sy_block_max(largest, scratch);
+    int e = 0;
+    if (largest > 0.0f)
+        (void)frexpf(largest, &e);
+    const moe_gpu_pow2 scale = moe_gpu_pow2_of(126 - e);
+    uint16_t *out = hi + (size_t)blockIdx.x * cols;
+    for (uint32_t c0 = 0; c0 < cols; c0 += pass) {
+        if (cols > pass)
+            load(c0);
+#pragma unroll
+        for (int j = 0; j < MOE_GPU_STAGE_PER; j++) {
+            const uint32_t i = c0 + (uint32_t)j * blockDim.x + threadIdx.x;
+            if (i >= cols)
+                break;
+            const uint32_t at = (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
+            const float y = moe_gpu_times_pow2(v[j], scale);
+            if (dtype == SY_DTYPE_F32)
+                sy_mma_split_bf16_one(y, &out[at], &out[plane + at]);
+            else
+                out[at] = sy_f32_to_bf16(y);
+        }
+    }
+    if (threadIdx.x == 0)
+        row_exp[blockIdx.x] = e;
+}
+
+/* The exponent e of a bound 2^e on |act| that the SwiGLU's clamp guarantees, or 0 where it has none
+ * (alpha <= 0, a limit that is not finite) or one too large to stage by.
+ *   g >= 0: |g sigmoid(alpha g)| <= g <= |limit|; g < 0: |g| / (1 + e^(alpha |g|)) < 1 / (e alpha);
+ *   |u + 1| <= |limit| + 1,
+ * times 2 for the f32 rounding of the exponential and the products. */
+static int32_t moe_gpu_act_exponent(float alpha, float limit)
+{
+    if (!(alpha > 0.0f) || !isfinite(alpha) || !isfinite(limit))
+        return 0;
+    const double l = fabs((double)limit), bound = (l + 1.0 / (2.718281828459045 * (double)alpha)) * (l + 1.0) * 2.0;
+    int e = 0;
+    (void)frexp(bound, &e);
+    return e >= 1 && e <= 120 ? e : 0;
 }
 
 #endif
@@ -845,19 +950,23 @@ static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tok
 }
 
 static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, uint32_t x_plane_rows,
-                                 moe_gpu_scratch *s, sy_error *err)
+                                 bool stage_act, moe_gpu_scratch *s, sy_error *err)
 {
     const size_t E = d->experts;
-    const size_t sizes[8] = {sizeof(int32_t) * 2 * E,
-                             sizeof(int32_t) * (E + 1),
-                             sizeof(int32_t) * 2,
-                             sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts, MOE_GPU_CHUNK_TOKENS),
-                             sizeof(int32_t) * pairs,
-                             sizeof(float) * pairs * d->intermediate,
-                             sizeof(float) * pairs * d->hidden,
-                             sizeof(uint16_t) * 2 * x_plane_rows * d->hidden};
-    size_t off[8], total = 0;
-    for (int i = 0; i < 8; i++) {
+    enum { REGIONS = 11 };
+    const size_t sizes[REGIONS] = {sizeof(int32_t) * 2 * E,
+                                   sizeof(int32_t) * (E + 1),
+                                   sizeof(int32_t) * 2,
+                                   sizeof(moe_gpu_chunk) * moe_gpu_max_chunks(pairs, d->experts, MOE_GPU_CHUNK_TOKENS),
+                                   sizeof(int32_t) * pairs,
+                                   sizeof(float) * pairs * d->intermediate,
+                                   sizeof(float) * pairs * d->hidden,
+                                   sizeof(uint16_t) * 2 * x_plane_rows * d->hidden,
+                                   sizeof(int32_t) * x_plane_rows,
+                                   stage_act ? sizeof(uint16_t) * 2 * pairs * d->intermediate : 0,
+                                   stage_act ? sizeof(int32_t) * pairs : 0};
+    size_t off[REGIONS], total = 0;
+    for (int i = 0; i < REGIONS; i++) {
         off[i] = total;
         total += sy_gpu_workspace_align(sizes[i]);
     }
@@ -877,6 +986,9 @@ static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t 
     s->act = (float *)(b + off[5]);
     s->y = (float *)(b + off[6]);
     s->x_planes = (uint16_t *)(b + off[7]);
+    s->x_exp = (int32_t *)(b + off[8]);
+    s->act_planes = stage_act ? (uint16_t *)(b + off[9]) : NULL;
+    s->act_exp = stage_act ? (int32_t *)(b + off[10]) : NULL;
     return SY_OK;
 }
 
@@ -937,12 +1049,14 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
     const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
 #if defined(SY_VENDOR_CUDA)
-    const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_x_kernel) */
+    const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_kernel) */
+    const int32_t act_exp = moe_gpu_act_exponent(a->shape.swiglu_alpha, a->shape.swiglu_limit);
 #else
     const bool stage_x = false; /* HIP's CUDA-core product reads x as it is */
+    const int32_t act_exp = 0;
 #endif
     moe_gpu_scratch s;
-    st = moe_gpu_reserve(c, &d, max_pairs, stage_x ? max_tokens : 0u, &s, err);
+    st = moe_gpu_reserve(c, &d, max_pairs, stage_x ? max_tokens : 0u, stage_x && act_exp == 0, &s, err);
     if (st != SY_OK)
         return st;
 
@@ -1003,14 +1117,17 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 #if defined(SY_VENDOR_CUDA)
         {
             const size_t plane = (size_t)max_tokens * d.hidden;
-            moe_gpu_stage_x_kernel<<<moe_gpu_columns_grid(tokens, d.hidden), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
-                g.in, a->x.dtype, x_stride, d.hidden, s.x_planes, plane);
-            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_x_kernel");
+            moe_gpu_stage_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+                g.in, a->x.dtype, x_stride, d.hidden, s.x_planes, plane, s.x_exp);
+            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (x)");
             g.in = s.x_planes;
             g.in_dtype = SY_DTYPE_BF16;
             g.in_stride = d.hidden;
             g.in_lo_offset = a->x.dtype == SY_DTYPE_F32 ? (int64_t)(plane * sizeof(uint16_t)) : 0;
+            g.in_exp = s.x_exp;
         }
+        g.act_exp = act_exp;
+        g.act_scale = ldexpf(1.0f, 126 - act_exp);
 #endif
         g.out_hi = (uint16_t *)s.act;
         g.out_lo_offset = (int64_t)max_pairs * d.intermediate;
@@ -1026,9 +1143,19 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.out = s.y;
         g.out_rows = d.hidden;
 #if defined(SY_VENDOR_CUDA)
-        /* The act planes w13 wrote: rows of a multiple of 32 bf16 from an aligned allocation. */
+        /* The act planes: rows of a multiple of 32 bf16 from an aligned allocation, written by w13
+         * (times the fixed 2^(126 - act_exp)) or staged from its f32 rows here. */
         g.in_dtype = SY_DTYPE_BF16;
         g.in_lo_offset = g.out_lo_offset * (int64_t)sizeof(uint16_t);
+        g.in_exp = NULL;
+        g.in_exp_fixed = act_exp;
+        if (act_exp == 0) {
+            moe_gpu_stage_kernel<<<(unsigned)pairs, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+                s.act, SY_DTYPE_F32, d.intermediate, d.intermediate, s.act_planes, g.out_lo_offset, s.act_exp);
+            SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (act)");
+            g.in = s.act_planes;
+            g.in_exp = s.act_exp;
+        }
 #endif
         st = moe_gpu_launch_product<false>(g, plan.chunk_tokens, max_chunks, gs, err);
         if (st != SY_OK)

@@ -23,7 +23,7 @@
  * through a table in shared memory, four stages of 2 CTAs 1.25 ms, two stages of 4 CTAs 0.97 ms,
  * 16 table copies 0.85 ms (ncu: the shared-memory pipe 89% busy, half its wavefronts bank
  * conflicts of the table); one m-tile of each warp on the table and one on bit moves 0.83 ms; bit
- * moves alone (sy_e2m1x8_to_bf16_pairs) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
+ * moves alone (with a multiply a pair then) 0.75 ms with 4 CTAs an SM, 0.74 ms with 5, 0.77 ms with a 50 KB
  * ring (three stages for w2's two-plane input, four for w13) and 4 CTAs. ncu then had both products
  * issue-bound (0.8 instructions a cycle a scheduler, DRAM 53%), a quarter of the instructions
  * converting block scales, each four times over (once a lane of a row) and with branches for the
@@ -32,20 +32,34 @@
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product
  * does not care which k sits in which fragment column as long as A and B agree, so within one
  * MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows, k = 8c ..
- * 8c+7, as one word of 8 codes, which sy_e2m1x8_to_bf16_pairs turns into the bf16 pairs of k (0, 4),
+ * 8c+7, as one word of 8 codes, which sy_e2m1x8_to_bf16_pairs_tiny turns into the bf16 pairs of k (0, 4),
  * (1, 5), (2, 6), (3, 7) (offsets from 8c); step s (0, 1) maps columns {2c, 2c+1} to the pair
  * 2s and {2c+8, 2c+9} to the pair 2s+1. The inputs are written in that order (sy_e2m1_pair_slot:
- * x by moe_gpu_stage_x_kernel, act by w13's epilogue), so the lane's B registers are one 16-byte
+ * x by moe_gpu_stage_kernel, act by w13's epilogue), so the lane's B registers are one 16-byte
  * read of the staged input (k = 8c .. 8c+7) as it is.
  *
- * Exactness. An E2M1 value is exact in bf16 (sy_e2m1x8_to_bf16_pairs builds it exactly); the block's E8M0
- * scale is applied in f32 to the block's partial sum (a power of two). bf16 inputs go into B as
- * they are. f32 inputs (w2's activations, which w13's epilogue writes so, and an f32 x, split by
- * the staging pass before w13) arrive as two bf16 planes, the
- * high parts and the bf16 of the remainders (mma_bf16_cuda.cuh): two products per step and no
- * conversion inside the product, where every warp would repeat it for the same inputs. Every output
- * is a function of its own pair's input row and the expert's weights: the chunk it shares, its
- * column in the chunk and the tile layout (only the addresses differ) never reach the arithmetic,
+ * Exactness. The weights go into A as their E2M1 values times 2^-126, which
+ * the bit moves of sy_e2m1x8_to_bf16_pairs_tiny spell exactly (the code 0.5 as a bf16 subnormal,
+ * which the tensor cores take as it is: an H200 probe of every code against x times 2^126 had no
+ * product off), and the inputs go into B times 2^(126 - e), where 2^e is the first power of two
+ * above their row's largest finite magnitude, so that the products are the true ones times 2^-e,
+ * in f32's normal range for any element within 2^126 of its row's largest; the epilogue scales
+ * each sum back by 2^e. Moving the 2^126 from the weights to the inputs saves one multiply a
+ * weight pair, a quarter of the decode's instructions: H200, 128 tokens, w13 + w2 379 + 230 ->
+ * 370 + 217 us, the gpt-oss-120b decode step 40.3-40.5 -> 38.7-39.0 ms. The sums are those of the
+ * true products up to powers of two, but not always the same bits as with the weights normal: with
+ * the code 0.5 subnormal the tensor cores round some sums differently (the decode step's greedy
+ * tokens change; a build that doubled the weights, the code 0.5 normal, gave the unscaled
+ * product's tokens back). Both kernels take the same operands, so a token's output does not
+ * depend on which one its call ran. Rows are staged by
+ * moe_gpu_stage_kernel (x; act where the SwiGLU has no bound) or, for act under the clamp's bound
+ * 2^act_exp, by w13's epilogue with that fixed exponent. The block's E8M0 scale is applied in f32
+ * to the block's partial sum (a power of two). bf16 inputs take one plane, exact; f32 inputs (an
+ * f32 x, and act) take two bf16 planes, the high parts and the bf16 of the remainders
+ * (mma_bf16_cuda.cuh): two products per step and no conversion inside the product, where every
+ * warp would repeat it for the same inputs. Every output is a function of its own pair's input
+ * row and the expert's weights: the chunk it shares, its column in the chunk and the tile layout
+ * (only the addresses differ) never reach the arithmetic,
  * so repeated runs and the two plugins agree bit for bit. */
 #ifndef SY_MOE_MXFP4_GPU_MMA_CUH
 #define SY_MOE_MXFP4_GPU_MMA_CUH
@@ -76,8 +90,10 @@ enum {
     MOE_MMA_WIDE_RING_BYTES = 100 * 1024,
     /* A stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales). */
     MOE_MMA_SCALE_F32_BYTES = MOE_MMA_THREADS * 16,
-    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES,
-    MOE_MMA_WIDE_SMEM_BYTES = MOE_MMA_WIDE_RING_BYTES + MOE_MMA_SCALE_F32_BYTES,
+    /* Each column's exponent to scale its sums back by, one int a pair of the chunk. */
+    MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4,
+    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
+    MOE_MMA_WIDE_SMEM_BYTES = MOE_MMA_WIDE_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
@@ -214,7 +230,7 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
         uint32_t frag[2][2][4];
 #pragma unroll
         for (int n0 = 0; n0 < NT; n0 += NG) {
-            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, staged in sy_e2m1x8_to_bf16_pairs's
+            /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, staged in sy_e2m1x8_to_bf16_pairs_tiny's
              * order: the high parts and (PLANES) the low. */
             uint4 bh[NG], bl[NG];
 #pragma unroll
@@ -234,8 +250,8 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
                     const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
                     const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
                     uint32_t rg[4], rg8[4];
-                    sy_e2m1x8_to_bf16_pairs(row_g, rg);
-                    sy_e2m1x8_to_bf16_pairs(row_g8, rg8);
+                    sy_e2m1x8_to_bf16_pairs_tiny(row_g, rg);
+                    sy_e2m1x8_to_bf16_pairs_tiny(row_g8, rg8);
 #pragma unroll
                     for (int s = 0; s < 2; s++) {
                         frag[mt][s][0] = rg[2 * s];
@@ -317,6 +333,16 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             moe_mma_issue<NT, PLANES, RING>(a, src, (uint32_t)s, smem + s * stage::bytes);
         sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
+    /* The sums are of the weights times 2^-126 and of each input row times 2^(126 - e_row): column
+     * t's come back times 2^e_row. Read once, with the first stages' copies in flight, where the
+     * epilogue's loads of them, each after the pair's own and behind the stores before it, cost w13
+     * 13% at 8192 tokens (H200). The main loop's first barrier orders these writes before the
+     * epilogue's reads. */
+    int *col_exp = (int *)(smem + RING + MOE_MMA_SCALE_F32_BYTES);
+    if (tid < NT * MOE_MMA_N) {
+        const uint32_t pair = tid < ch.count ? (uint32_t)a.grouped[ch.first + tid] : 0u;
+        col_exp[tid] = a.in_exp ? a.in_exp[pair / a.in_pair_divisor] : a.in_exp_fixed;
+    }
     uint32_t cur = 0; /* stage st's slot, st % STAGES */
     for (uint32_t st = 0; st < stages; st++) {
         sy_cp_async_wait<STAGES - 2>(); /* the oldest stage of the ring has landed */
@@ -343,21 +369,27 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                 continue;
             const int64_t pair = a.grouped[ch.first + t];
             const uint32_t row = first + (uint32_t)g + 8u * (uint32_t)(r / 2);
+            const int col = col_exp[t];
             if (W13) {
                 if (row < a.out_rows) {
-                    /* act as w2's input planes: its high bf16 parts and the bf16 of the remainders,
-                     * each group of 8 in the product's pair order. */
-                    const float act = moe_gpu_swiglu(acc[0][nt][r] + bias[row], acc[1][nt][r] + bias[a.inter_padded + row],
+                    const float act = moe_gpu_swiglu(moe_gpu_scale_back(acc[0][nt][r], col) + bias[row],
+                                                     moe_gpu_scale_back(acc[1][nt][r], col) + bias[a.inter_padded + row],
                                                      a.alpha, a.limit);
-                    const int64_t at = pair * a.out_rows + (row & ~7u) + sy_e2m1_pair_slot(row & 7u);
-                    sy_mma_split_bf16_one(act, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
+                    if (a.act_exp) {
+                        /* act as w2's input planes, staged as moe_gpu_stage_kernel would with the
+                         * bound for the row's exponent: each group of 8 in the product's pair order. */
+                        const int64_t at = pair * a.out_rows + (row & ~7u) + sy_e2m1_pair_slot(row & 7u);
+                        sy_mma_split_bf16_one(act * a.act_scale, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
+                    } else {
+                        a.out[pair * a.out_rows + row] = act;
+                    }
                 }
             } else {
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++)
                     if (row + 16u * (uint32_t)mt < a.out_rows)
                         a.out[pair * a.out_rows + row + 16u * (uint32_t)mt] =
-                            acc[mt][nt][r] + bias[row + 16u * (uint32_t)mt];
+                            moe_gpu_scale_back(acc[mt][nt][r], col) + bias[row + 16u * (uint32_t)mt];
             }
         }
 }

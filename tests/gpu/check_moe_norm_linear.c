@@ -296,21 +296,34 @@ static const char *const moe_names[2] = {"moe_mxfp4_interleave", "moe_mxfp4_sepa
 typedef struct moe_case {
     uint32_t E, H, I, k, T;
     int double_reference; /* small enough for the double-precision model */
+    float alpha, limit;   /* the SwiGLU's */
+    /* Rows of x far from 1 (times 2^-64 and 2^-130, zero rows, and in bf16 times 16): each staged
+     * row of the CUDA product takes its own power of two, which its sums are scaled back by. Only
+     * where the clamp bounds act, so that no row's output outweighs the others' in the relative
+     * error. Large rows only in bf16, whose tolerance is its rounding's: act changes over a few
+     * units near the clamp's corners, where a large row's pre-activations carry the rounding of
+     * large terms, so act differs from the cpu twin's by more than f32's 1e-5 allows (rows times 16
+     * took f32 cases to 1.0-2.3e-5 on the H200, times 2^64 to 8e-3). */
+    int far_rows;
 } moe_case;
 
 static const moe_case MOE_CASES[] = {
-    {128, 2880, 2880, 4, 8, 0},   /* gpt-oss-120b, decode */
-    {128, 2880, 2880, 4, 128, 0}, /* gpt-oss-120b, the speed target's batch */
-    {5, 736, 608, 3, 37, 1},      /* padded to 768 x 768, not multiples of 512 */
-    {3, 32, 32, 2, 5, 1},         /* one MXFP4 block a row */
-    {7, 288, 1056, 3, 1, 1},      /* one token; intermediate past one staging chunk */
-    {4, 64, 96, 4, 2100, 0},      /* 8400 routed pairs: two passes of the forward */
+    {128, 2880, 2880, 4, 8, 0, 1.702f, 7.0f, 1},   /* gpt-oss-120b, decode */
+    {128, 2880, 2880, 4, 128, 0, 1.702f, 7.0f, 1}, /* gpt-oss-120b, the speed target's batch */
+    {5, 736, 608, 3, 37, 1, 1.702f, 7.0f, 1},      /* padded to 768 x 768, not multiples of 512 */
+    {3, 32, 32, 2, 5, 1, 1.702f, 7.0f, 1},         /* one MXFP4 block a row */
+    {7, 288, 1056, 3, 1, 1, 1.702f, 7.0f, 1},      /* one token; intermediate past one staging chunk */
+    {4, 64, 96, 4, 2100, 0, 1.702f, 7.0f, 1},      /* 8400 routed pairs: two passes of the forward */
     /* k = E: every token routes to every expert, so each expert's pairs are known: 2048 a pass, then
      * 12, 30 and 44 in the second pass, the chunk sizes of each of the CUDA wide product's bodies
      * (2, 4 and 6 n-tiles; 2100 above has 52, 8 n-tiles). */
-    {4, 160, 96, 4, 2060, 0},
-    {4, 160, 96, 4, 2078, 0},
-    {4, 160, 96, 4, 2092, 0},
+    {4, 160, 96, 4, 2060, 0, 1.702f, 7.0f, 1},
+    {4, 160, 96, 4, 2078, 0, 1.702f, 7.0f, 1},
+    {4, 160, 96, 4, 2092, 0, 1.702f, 7.0f, 1},
+    /* A SwiGLU without a bound (alpha 0: g / 2 for any negative g): the CUDA product stages act
+     * row by row; and one whose bound is 2^41. */
+    {5, 736, 608, 3, 37, 1, 0.0f, 7.0f, 0},
+    {5, 736, 608, 3, 37, 1, 1.702f, 1e6f, 0},
 };
 
 /* The checkpoint's tensors on the device. */
@@ -339,8 +352,8 @@ static void moe_device_free(moe_device_checkpoint *d)
 }
 
 /* gpt-oss MLPBlock in double from the exactly dequantized checkpoint (rows 2i gate, 2i+1 up). */
-static double *moe_double_reference(const moe_checkpoint *c, const float *x, int64_t ldx, const int32_t *ids,
-                                    const float *weights, uint32_t T, uint32_t k)
+static double *moe_double_reference(const moe_checkpoint *c, const sy_moe_shape *shape, const float *x, int64_t ldx,
+                                    const int32_t *ids, const float *weights, uint32_t T, uint32_t k)
 {
     float *w13 = moe_checkpoint_dequant_w13(c), *w2 = moe_checkpoint_dequant_w2(c);
     double *out = calloc((size_t)T * c->H, sizeof(double)), *act = malloc(sizeof(double) * c->I);
@@ -355,8 +368,8 @@ static double *moe_double_reference(const moe_checkpoint *c, const float *x, int
                     for (uint32_t n = 0; n < c->H; n++)
                         h[g] += (double)row[n] * x[t * ldx + n];
                 }
-                const double gate = fmin(h[0], 7.0), up = fmax(fmin(h[1], 7.0), -7.0);
-                act[i] = gate / (1.0 + exp(-1.702 * gate)) * (up + 1.0);
+                const double limit = shape->swiglu_limit, gate = fmin(h[0], limit), up = fmax(fmin(h[1], limit), -limit);
+                act[i] = gate / (1.0 + exp(-(double)shape->swiglu_alpha * gate)) * (up + 1.0);
             }
             for (uint32_t n = 0; n < c->H; n++) {
                 const float *row = w2 + ((size_t)e * c->H + n) * c->I;
@@ -496,10 +509,18 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
 {
     const uint32_t T = mc->T, H = mc->H, k = mc->k;
     float *xf = random_values(rng, F32, (size_t)T * ldx, -1.0f, 1.0f);
-    /* Padding columns hold zeros, as the fused norm writes them. */
-    for (uint32_t t = 0; t < T; t++)
+    for (uint32_t t = 0; t < T; t++) {
+        const float far = t % 11 == 6  ? 0.0f
+                          : t % 5 == 3 ? (x_dtype == BF16 ? 16.0f : 1.0f)
+                          : t % 5 == 4 ? 0x1p-64f
+                          : t % 7 == 5 ? 0x1p-130f
+                                       : 1.0f;
+        for (int64_t n = 0; n < H; n++)
+            xf[t * ldx + n] *= mc->far_rows ? far : 1.0f;
+        /* Padding columns hold zeros, as the fused norm writes them. */
         for (int64_t n = H; n < cols; n++)
             xf[t * ldx + n] = 0.0f;
+    }
     void *x = malloc((size_t)T * ldx * sy_dtype_size(x_dtype));
     for (size_t i = 0; i < (size_t)T * ldx; i++) {
         if (x_dtype == BF16) {
@@ -547,10 +568,10 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
         download(outs[run], d_out, out_bytes);
         dev_free(d_out);
     }
-    char what[160];
-    snprintf(what, sizeof what, "(%s) forward E%u H%u I%u k%u T%u x %s [%lld cols, stride %lld] out %s",
-             SY_TEST_GPU_BACKEND, mc->E, H, mc->I, k, T, dtype_tag(x_dtype), (long long)cols, (long long)ldx,
-             dtype_tag(out_dtype));
+    char what[200];
+    snprintf(what, sizeof what, "(%s) forward E%u H%u I%u k%u T%u alpha %g limit %g x %s [%lld cols, stride %lld] out %s",
+             SY_TEST_GPU_BACKEND, mc->E, H, mc->I, k, T, (double)mc->alpha, (double)mc->limit, dtype_tag(x_dtype),
+             (long long)cols, (long long)ldx, dtype_tag(out_dtype));
     const double tol = x_dtype == F32 && out_dtype == F32 ? 1e-5 : 5e-3;
     const double rel = rel_l2(outs[0], ref_out, out_dtype, T, H, H);
     verdict(rel <= tol, "%s %s: rel L2 %.2e against the cpu twin (tol %.0e)", moe_names[0], what, rel, tol);
@@ -582,7 +603,7 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     verdict(wrong_layout != SY_OK || numbers == 0, "%s %s on a separated buffer: %s, %zu of %zu outputs are not NaN",
             moe_names[0], what, wrong_layout != SY_OK ? "refused" : "accepted", numbers, (size_t)T * H);
     if (mc->double_reference && x_dtype == F32 && out_dtype == F32) {
-        double *ref = moe_double_reference(c, xf, ldx, ids, weights, T, k);
+        double *ref = moe_double_reference(c, shape, xf, ldx, ids, weights, T, k);
         const double rel_d = rel_l2_double(outs[0], out_dtype, T, H, H, ref);
         verdict(rel_d <= 1e-5, "%s %s: rel L2 %.2e against double precision (tol 1e-5)", moe_names[0], what, rel_d);
         free(ref);
@@ -607,7 +628,7 @@ START_TEST(test_moe)
         c.w13_bias[i] *= 4.0f;
     for (size_t i = 0; i < (size_t)mc->E * mc->H; i++)
         c.w2_bias[i] *= 30.0f;
-    const sy_moe_shape shape = {sizeof shape, mc->E, mc->H, mc->I, mc->k, 1.702f, 7.0f, 0};
+    const sy_moe_shape shape = {sizeof shape, mc->E, mc->H, mc->I, mc->k, mc->alpha, mc->limit, 0};
     moe_side cpu[2], gpu[2];
     moe_prepare_both(mc, &c, &shape, cpu, gpu);
 
