@@ -247,9 +247,9 @@ static unsigned moe_gpu_grid_for(uint64_t n)
     return (unsigned)(blocks < 1 ? 1 : blocks > 65536 ? 65536 : blocks);
 }
 
-/* A row a block along x and its columns across y, a thread a column: the per-row kernels
- * (staging x, the combine). One block a row looping over 2880 columns held a thread to a chain
- * of 12 memory waits (combine of 128 tokens: 10.2 us on the H200). */
+/* A row a block along x and its columns across y, a thread a column: the combine. One block a row
+ * looping over 2880 columns held a thread to a chain of 12 memory waits (128 tokens: 10.2 us on the
+ * H200). */
 static dim3 moe_gpu_columns_grid(int64_t rows, uint32_t columns)
 {
     const uint32_t y = (columns + MOE_GPU_SIMPLE_THREADS - 1) / MOE_GPU_SIMPLE_THREADS;
@@ -616,7 +616,9 @@ static __device__ __noinline__ float moe_gpu_ldexpf(float v, int e)
 
 /* v * 2^e for an exponent of moe_gpu_stage_kernel (-148 .. 128): one multiply where 2^e is a
  * normal float, built from its bits; the rest (rows past 2^127 or under 2^-126) out of line, so
- * that the product's epilogue stays small. */
+ * that the product's epilogue stays small. The staging's 126 - e (up to 274) takes
+ * moe_gpu_times_pow2 instead, its factors worked out once a row: one helper for both, with the
+ * second multiply inline, measured 8192 tokens 11.40 -> 11.67 ms (H200, one run). */
 static __device__ __forceinline__ float moe_gpu_scale_back(float v, int e)
 {
     return e >= -126 && e <= 127 ? v * __int_as_float((e + 127) << 23) : moe_gpu_ldexpf(v, e);

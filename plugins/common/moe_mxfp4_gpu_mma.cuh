@@ -45,8 +45,8 @@
  * above their row's largest finite magnitude, so that the products are the true ones times 2^-e,
  * in f32's normal range for any element within 2^126 of its row's largest; the epilogue scales
  * each sum back by 2^e. Moving the 2^126 from the weights to the inputs saves one multiply a
- * weight pair, a quarter of the decode's instructions: H200, 128 tokens, w13 + w2 379 + 230 ->
- * 370 + 217 us, the gpt-oss-120b decode step 40.3-40.5 -> 38.7-39.0 ms. The sums are those of the
+ * weight pair, a quarter of the decode's instructions: H200, 128 tokens, w13 + w2 382 + 235 ->
+ * 361 + 218 us, the gpt-oss-120b decode step 40.3-40.5 -> 37.9-39.1 ms. The sums are those of the
  * true products up to powers of two, but not always the same bits as with the weights normal: with
  * the code 0.5 subnormal the tensor cores round some sums differently (the decode step's greedy
  * tokens change; a build that doubled the weights, the code 0.5 normal, gave the unscaled
