@@ -42,7 +42,15 @@ enum {
     SY_MOE_PAD_MULTIPLE = 256,           /* hidden and intermediate padding; also the input alignment */
     SY_MOE_SECTION_ALIGN = 256,          /* byte alignment of every section of the prepared buffer */
     SY_MOE_PREPARED_MAGIC = 0x344D5953u, /* "SYM4" little-endian */
-    SY_MOE_PREPARED_VERSION = 1u
+    SY_MOE_PREPARED_VERSION = 2u
+};
+
+/* The bit order of the E2M1 codes inside each 4-byte group of a block (sy_moe_prepared_header's
+ * code_order). The host and HIP keep the checkpoint's; the CUDA prepare writes the order its
+ * tensor-core product decodes with fewer instructions (mxfp4_bf16_pairs.h). */
+enum {
+    SY_MOE_CODES_CHECKPOINT = 0u,   /* code i of a group at bits 4i .. 4i+3 (low nibble first) */
+    SY_MOE_CODES_TENSOR_PAIRS = 1u  /* sy_e2m1x8_to_pair_order of each little-endian 32-bit group */
 };
 
 /* Padded dims of one MoE layer. */
@@ -87,7 +95,8 @@ SY_HD uint32_t sy_moe_w13_row_of_tile_row(uint32_t gate_up_layout, uint32_t q, u
 }
 
 /* Byte offset, within one expert's shuffled matrix of `kblocks` = K/32 blocks a row, of block j of
- * tile-order row q. Its 16 bytes are contiguous and keep the checkpoint's nibble order. */
+ * tile-order row q. Its 16 bytes are contiguous; the codes of each 4-byte group are in the
+ * header's code order (the checkpoint's on the host). */
 SY_HD uint64_t sy_moe_block_offset(uint32_t q, uint32_t j, uint32_t kblocks)
 {
     return (((uint64_t)(q / 16u) * kblocks + j) * 16u + q % 16u) * SY_MXFP4_BLOCK_BYTES;
@@ -123,6 +132,7 @@ typedef struct sy_moe_prepared_header {
     uint32_t version; /* SY_MOE_PREPARED_VERSION */
     uint32_t gate_up_layout;
     uint32_t experts, hidden, intermediate, hidden_padded, intermediate_padded;
+    uint32_t code_order; /* SY_MOE_CODES_*: a buffer prepared for another backend's decode is refused */
 } sy_moe_prepared_header;
 
 SY_HD uint64_t sy_moe_align_section(uint64_t bytes)

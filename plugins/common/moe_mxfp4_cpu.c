@@ -205,9 +205,15 @@ sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_pre
     memset(v.base, 0, sec->total);
     memset(v.base + sec->w13_scales, SY_E8M0_ONE, E * sec->w13_expert_scales);
     memset(v.base + sec->w2_scales, SY_E8M0_ONE, E * sec->w2_expert_scales);
-    sy_moe_prepared_header h = {
-        SY_MOE_PREPARED_MAGIC, SY_MOE_PREPARED_VERSION, c->gate_up_layout,    d.experts, d.hidden,
-        d.intermediate,        d.hidden_padded,         d.intermediate_padded};
+    const sy_moe_prepared_header h = {.magic = SY_MOE_PREPARED_MAGIC,
+                                      .version = SY_MOE_PREPARED_VERSION,
+                                      .gate_up_layout = c->gate_up_layout,
+                                      .experts = d.experts,
+                                      .hidden = d.hidden,
+                                      .intermediate = d.intermediate,
+                                      .hidden_padded = d.hidden_padded,
+                                      .intermediate_padded = d.intermediate_padded,
+                                      .code_order = SY_MOE_CODES_CHECKPOINT};
     memcpy(v.base + sec->header, &h, sizeof h);
 
     move_matrix(&v, 1, a->w13_blocks.data, a->w13_scales.data, 1);
@@ -234,6 +240,13 @@ static sy_status read_header(const char *op, const void *prepared, sy_moe_prepar
                           "%s: prepared buffer has magic 0x%08x version %u, expected 0x%08x version %u (not written by "
                           "an MXFP4 MoE prepare)",
                           op, h->magic, h->version, SY_MOE_PREPARED_MAGIC, SY_MOE_PREPARED_VERSION);
+    if (h->code_order != SY_MOE_CODES_CHECKPOINT)
+        return sy_op_fail(err, SY_E_INVALID,
+                          "%s: prepared buffer has its E2M1 codes in order %u (%s), the host reads the checkpoint's "
+                          "order %u: prepare it with the host plugin",
+                          op, h->code_order,
+                          h->code_order == SY_MOE_CODES_TENSOR_PAIRS ? "the CUDA tensor-core order" : "unknown",
+                          SY_MOE_CODES_CHECKPOINT);
     return SY_OK;
 }
 

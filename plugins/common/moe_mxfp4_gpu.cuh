@@ -6,7 +6,9 @@
  * prepare (all on the device): zero the buffer, the neutral scale 0x7F over both scale sections,
  * the header, then one thread per checkpoint block copies its 16 bytes and its scale byte to
  * sy_moe_block_offset / sy_moe_scale_offset of its tile-order row, and one thread per bias writes it
- * as f32 in de-interleaved order: the same bytes as the host prepare (moe_mxfp4_cpu.c).
+ * as f32 in de-interleaved order: the same bytes as the host prepare (moe_mxfp4_cpu.c), except that
+ * on CUDA each 4-byte group's codes go in the tensor-core order (moe_layout.h's code_order,
+ * mxfp4_bf16_pairs.h), which the header records.
  *
  * route: 32 lanes a token find the k largest logits under the host's order (ties to the lower id,
  * NaN last; sy_moe_ranks_before) and finish with the host's softmax (sy_moe_route_softmax).
@@ -61,6 +63,7 @@
 #include "moe_layout.h"
 #include "moe_mxfp4_gpu.h"
 #include "moe_route.h"
+#include "mxfp4_bf16_pairs.h"
 #include "switchyard/plugin.h"
 #include "sy_mxfp4.h"
 #include "sy_numeric.h"
@@ -181,6 +184,20 @@ typedef struct moe_gpu_move {
     uint32_t vector_copy; /* 1: both block pointers 16-byte aligned */
 } moe_gpu_move;
 
+/* The order this build's product decodes E2M1 codes in (moe_layout.h): the tensor-core product's
+ * on CUDA, the checkpoint's for HIP's CUDA-core product. */
+#if defined(SY_VENDOR_CUDA)
+enum { MOE_GPU_CODE_ORDER = SY_MOE_CODES_TENSOR_PAIRS };
+#else
+enum { MOE_GPU_CODE_ORDER = SY_MOE_CODES_CHECKPOINT };
+#endif
+
+static __device__ __forceinline__ uint32_t moe_gpu_codes_to_order(uint32_t checkpoint_group)
+{
+    return MOE_GPU_CODE_ORDER == SY_MOE_CODES_TENSOR_PAIRS ? sy_e2m1x8_to_pair_order(checkpoint_group)
+                                                           : checkpoint_group;
+}
+
 static __global__ void moe_gpu_move_kernel(moe_gpu_move m)
 {
     for (uint64_t idx = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < m.count;
@@ -194,11 +211,23 @@ static __global__ void moe_gpu_move_kernel(moe_gpu_move m)
                                     : cr;
         uint8_t *dst = m.blocks + e * m.expert_bytes + sy_moe_block_offset(q, j, m.kblocks);
         const uint8_t *src = m.ck_blocks + idx * SY_MXFP4_BLOCK_BYTES;
+        /* The block's four groups of 8 codes as little-endian words, as the product reads them. */
+        uint32_t group[4];
         if (m.vector_copy) {
-            *(uint4 *)dst = *(const uint4 *)src;
+            const uint4 v = *(const uint4 *)src;
+            group[0] = v.x, group[1] = v.y, group[2] = v.z, group[3] = v.w;
+        } else {
+            for (int i = 0; i < 4; i++)
+                group[i] = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 | (uint32_t)src[4 * i + 2] << 16 |
+                           (uint32_t)src[4 * i + 3] << 24;
+        }
+        for (int i = 0; i < 4; i++)
+            group[i] = moe_gpu_codes_to_order(group[i]);
+        if (m.vector_copy) {
+            *(uint4 *)dst = make_uint4(group[0], group[1], group[2], group[3]);
         } else {
             for (int b = 0; b < SY_MXFP4_BLOCK_BYTES; b++)
-                dst[b] = src[b];
+                dst[b] = (uint8_t)(group[b / 4] >> 8 * (b % 4));
         }
         m.scales[e * m.expert_scales + sy_moe_scale_offset(q, j, m.kblocks)] = m.ck_scales[idx];
     }
@@ -287,6 +316,7 @@ static sy_moe_prepared_header moe_gpu_header_of(const sy_moe_dims *d, uint32_t l
     h.intermediate = d->intermediate;
     h.hidden_padded = d->hidden_padded;
     h.intermediate_padded = d->intermediate_padded;
+    h.code_order = MOE_GPU_CODE_ORDER;
     return h;
 }
 
@@ -499,7 +529,8 @@ static __global__ void __launch_bounds__(MOE_GPU_PLAN_THREADS) moe_gpu_plan_kern
                     h.gate_up_layout == a.expected.gate_up_layout && h.experts == a.expected.experts &&
                     h.hidden == a.expected.hidden && h.intermediate == a.expected.intermediate &&
                     h.hidden_padded == a.expected.hidden_padded &&
-                    h.intermediate_padded == a.expected.intermediate_padded;
+                    h.intermediate_padded == a.expected.intermediate_padded &&
+                    h.code_order == a.expected.code_order;
     }
     const int32_t count = e < a.experts ? a.counts[e] : 0;
     const int32_t n_chunks = (count + a.chunk_tokens - 1) / a.chunk_tokens;

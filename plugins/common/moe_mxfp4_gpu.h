@@ -2,7 +2,8 @@
  * needs (caps, descriptor, ops). The ops are in moe_mxfp4_gpu.cuh, built into each plugin's GPU
  * libraries by its one-line gpu.cu; the tile layout is bound at init, nothing else differs.
  *
- * Same contract as the host version (moe_mxfp4_cpu.h): prepare writes the same bytes, route picks
+ * Same contract as the host version (moe_mxfp4_cpu.h): prepare writes the same bytes (on CUDA with
+ * each 4-byte group's codes in the tensor-core order and the header saying so), route picks
  * the same ids, forward computes the same sums in f32 (in another order). What only the host
  * version can do: read the prepared buffer's header, the routing ids and the device's verdicts
  * before returning. Here those checks run on the device and a failed one turns the outputs they

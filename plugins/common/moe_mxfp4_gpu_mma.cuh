@@ -32,7 +32,8 @@
  * Fragments as in mma_bf16_cuda.cuh (weight rows are A's rows, tokens B's columns). A dot product
  * does not care which k sits in which fragment column as long as A and B agree, so within one
  * MXFP4 block (32 k, 16 bytes a row) lane c takes bytes 4c .. 4c+3 of its two rows, k = 8c ..
- * 8c+7, as one word of 8 codes, which sy_e2m1x8_to_bf16_pairs_tiny turns into the bf16 pairs of k (0, 4),
+ * 8c+7, as one word of 8 codes, which the prepare wrote in the tensor-core code order
+ * (sy_e2m1x8_to_pair_order) and sy_e2m1x8_to_bf16_pairs_tiny turns into the bf16 pairs of k (0, 4),
  * (1, 5), (2, 6), (3, 7) (offsets from 8c); step s (0, 1) maps columns {2c, 2c+1} to the pair
  * 2s and {2c+8, 2c+9} to the pair 2s+1. The inputs are written in that order (sy_e2m1_pair_slot:
  * x by moe_gpu_stage_kernel, act by w13's epilogue), so the lane's B registers are one 16-byte

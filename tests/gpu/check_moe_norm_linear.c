@@ -5,14 +5,15 @@
  * "skipped: no GPU (reason)" and only the descriptor cases run.
  *
  * Every device case prints one PASS / FAIL line per comparison:
- *   moe prepare   the device-prepared buffer equals the host-prepared one byte for byte (both layouts)
+ *   moe prepare   the device-prepared buffer equals the host-prepared one byte for byte (both layouts;
+ *                 on CUDA with each group of codes in the tensor-core order, moe_layout.h)
  *   moe route     the same expert ids (ties to the lower id, signed zeros tied, NaN last), weights
  *                 within 1e-6 relative L2; at the forward's shapes and at route-only ones (experts
  *                 past a warp of 32 and not a multiple of it, k up to 32, one expert, 1024 experts)
  *   moe forward   within 1e-5 (f32) / 5e-3 (bf16) of the cpu twin, INTERLEAVE and SEPARATED equal bit
  *                 for bit, a repeated run equal bit for bit, the first 7 tokens run alone equal bit
- *                 for bit, a buffer of the other layout giving NaN; small shapes also against a
- *                 double-precision gpt-oss MoE
+ *                 for bit, a buffer of the other layout (and on CUDA a host-prepared one) giving NaN;
+ *                 small shapes also against a double-precision gpt-oss MoE
  *   norm          out within 1e-6 (f32) / 1e-3 (bf16), residual_out bit for bit, the padding zero
  *   linear        within 1e-5 (f32 y; 3e-5 for f32 x on bf16 weights) / 4e-3 (bf16 y) of the cpu twin
  *                 and of a double reference
@@ -30,6 +31,8 @@
 #include <unistd.h>
 
 #include "moe_checkpoint.h"
+#include "moe_layout.h"
+#include "mxfp4_bf16_pairs.h"
 #include "switchyard/switchyard.h"
 #include "sy_numeric.h"
 #include "sy_test.h"
@@ -392,6 +395,30 @@ typedef struct moe_side {
     void *ctx, *prepared; /* host buffer for cpu, device buffer for the GPU */
 } moe_side;
 
+/* The host-prepared buffer as the GPU prepare must write it: CUDA's tensor-core product takes each
+ * 4-byte group of codes in its own order (moe_layout.h), which the header records; HIP keeps the
+ * checkpoint's. */
+static void moe_expect_gpu_code_order(uint8_t *buf, const sy_moe_shape *shape)
+{
+    if (strcmp(SY_TEST_GPU_BACKEND, "cuda") != 0)
+        return;
+    const sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
+    const sy_moe_sections sec = sy_moe_sections_of(&d);
+    sy_moe_prepared_header h;
+    memcpy(&h, buf + sec.header, sizeof h);
+    h.code_order = SY_MOE_CODES_TENSOR_PAIRS;
+    memcpy(buf + sec.header, &h, sizeof h);
+    const uint64_t starts[2] = {sec.w13_blocks, sec.w2_blocks};
+    const uint64_t sizes[2] = {d.experts * sec.w13_expert_bytes, d.experts * sec.w2_expert_bytes};
+    for (int m = 0; m < 2; m++)
+        for (uint64_t o = starts[m]; o < starts[m] + sizes[m]; o += 4) {
+            uint32_t group;
+            memcpy(&group, buf + o, 4); /* little-endian, as the device reads it */
+            group = sy_e2m1x8_to_pair_order(group);
+            memcpy(buf + o, &group, 4);
+        }
+}
+
 static void moe_prepare_both(const moe_case *mc, const moe_checkpoint *c, const sy_moe_shape *shape,
                              moe_side cpu[2], moe_side gpu[2])
 {
@@ -424,15 +451,18 @@ static void moe_prepare_both(const moe_case *mc, const moe_checkpoint *c, const 
         a.w2_bias.data = dev.w2_bias;
         a.prepared = gpu[l].prepared;
         ck_assert_msg(gpu[l].ops->prepare(gpu[l].ctx, NULL, &a, &err) == SY_OK, "%s prepare: %s", moe_names[l], err.msg);
-        uint8_t *back = malloc(bytes);
+        uint8_t *back = malloc(bytes), *want = malloc(bytes);
         download(back, gpu[l].prepared, bytes);
+        memcpy(want, cpu[l].prepared, bytes);
+        moe_expect_gpu_code_order(want, shape);
         uint64_t first = bytes, differing = 0;
         for (uint64_t i = 0; i < bytes; i++)
-            if (back[i] != ((const uint8_t *)cpu[l].prepared)[i]) {
+            if (back[i] != want[i]) {
                 first = first < i ? first : i;
                 differing++;
             }
         free(back);
+        free(want);
         verdict(differing == 0,
                 "%s (%s) prepare E%u H%u I%u: %llu bytes, %llu differ from the cpu twin's (first at %lld)",
                 moe_names[l], SY_TEST_GPU_BACKEND, mc->E, mc->H, mc->I, (unsigned long long)bytes,
@@ -550,23 +580,34 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     a.x.data = d_x;
     a.topk_ids.data = d_ids;
     a.topk_weights.data = d_weights;
-    /* Runs: interleave, separated, interleave again, interleave plugin on the separated buffer
-     * (which must be refused, or give NaN where the check runs on the device). */
-    void *outs[4];
-    sy_status wrong_layout = SY_OK;
-    for (int run = 0; run < 4; run++) {
-        const int plugin_layout = run == 1 ? 1 : 0, buffer_layout = run == 1 || run == 3 ? 1 : 0;
-        void *d_out = dev_buffer(NULL, out_bytes);
+    /* Runs: interleave, separated, interleave again; then buffers that must be refused, or give NaN
+     * where the check runs on the device: the interleave plugin on the separated buffer and, on
+     * CUDA, on the host-prepared buffer uploaded as it is (codes in the checkpoint's order). */
+    enum { RUNS = 5, WRONG_LAYOUT = 3, HOST_ORDER = 4 };
+    const int runs = strcmp(SY_TEST_GPU_BACKEND, "cuda") == 0 ? RUNS : HOST_ORDER;
+    void *outs[RUNS] = {NULL};
+    sy_status refused[RUNS] = {SY_OK};
+    for (int run = 0; run < runs; run++) {
+        const int plugin_layout = run == 1 ? 1 : 0, buffer_layout = run == 1 || run == WRONG_LAYOUT ? 1 : 0;
+        void *d_out = dev_buffer(NULL, out_bytes), *host_order = NULL;
         a.out.data = d_out;
         a.prepared = gpu[buffer_layout].prepared;
+        if (run == HOST_ORDER) {
+            uint64_t prepared_bytes = 0;
+            ck_assert_msg(gpu[0].ops->prepared_bytes(shape, &prepared_bytes, &err) == SY_OK, "%s", err.msg);
+            host_order = dev_buffer(cpu[0].prepared, prepared_bytes);
+            a.prepared = host_order;
+        }
         const sy_status st = gpu[plugin_layout].ops->forward(gpu[plugin_layout].ctx, NULL, &a, &err);
-        if (run == 3)
-            wrong_layout = st;
+        if (run >= WRONG_LAYOUT)
+            refused[run] = st;
         else
             ck_assert_msg(st == SY_OK, "%s forward: %s", moe_names[plugin_layout], err.msg);
         outs[run] = malloc(out_bytes);
         download(outs[run], d_out, out_bytes);
         dev_free(d_out);
+        if (host_order)
+            dev_free(host_order);
     }
     char what[200];
     snprintf(what, sizeof what, "(%s) forward E%u H%u I%u k%u T%u alpha %g limit %g x %s [%lld cols, stride %lld] out %s",
@@ -597,18 +638,21 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
         dev_free(d_out);
         free(out_few);
     }
-    size_t numbers = 0;
-    for (size_t i = 0; i < (size_t)T * H; i++)
-        numbers += !isnan(value_at(outs[3], out_dtype, i));
-    verdict(wrong_layout != SY_OK || numbers == 0, "%s %s on a separated buffer: %s, %zu of %zu outputs are not NaN",
-            moe_names[0], what, wrong_layout != SY_OK ? "refused" : "accepted", numbers, (size_t)T * H);
+    for (int run = WRONG_LAYOUT; run < runs; run++) {
+        size_t numbers = 0;
+        for (size_t i = 0; i < (size_t)T * H; i++)
+            numbers += !isnan(value_at(outs[run], out_dtype, i));
+        verdict(refused[run] != SY_OK || numbers == 0, "%s %s on %s: %s, %zu of %zu outputs are not NaN", moe_names[0],
+                what, run == WRONG_LAYOUT ? "a separated buffer" : "a host-prepared buffer", refused[run] != SY_OK ? "refused" : "accepted",
+                numbers, (size_t)T * H);
+    }
     if (mc->double_reference && x_dtype == F32 && out_dtype == F32) {
         double *ref = moe_double_reference(c, shape, xf, ldx, ids, weights, T, k);
         const double rel_d = rel_l2_double(outs[0], out_dtype, T, H, H, ref);
         verdict(rel_d <= 1e-5, "%s %s: rel L2 %.2e against double precision (tol 1e-5)", moe_names[0], what, rel_d);
         free(ref);
     }
-    for (int run = 0; run < 4; run++)
+    for (int run = 0; run < runs; run++)
         free(outs[run]);
     dev_free(d_x);
     dev_free(d_ids);

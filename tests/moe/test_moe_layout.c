@@ -185,6 +185,15 @@ START_TEST(unprepare_inverts_prepare)
             ck_assert(memcmp(back.w2_scales, c.w2_scales, n2) == 0);
             ck_assert(memcmp(back.w13_bias, c.w13_bias, sizeof(float) * c.E * 2 * c.I) == 0);
             ck_assert(memcmp(back.w2_bias, c.w2_bias, sizeof(float) * c.E * c.H) == 0);
+            /* A buffer whose codes are in the CUDA prepare's order is refused, never misread. */
+            sy_moe_prepared_header h;
+            memcpy(&h, buf, sizeof h);
+            ck_assert_uint_eq(h.code_order, SY_MOE_CODES_CHECKPOINT);
+            h.code_order = SY_MOE_CODES_TENSOR_PAIRS;
+            memcpy(buf, &h, sizeof h);
+            ck_assert(sy_moe_mxfp4_cpu_unprepare(buf, back.w13_blocks, back.w13_scales, back.w13_bias, back.w2_blocks,
+                                                 back.w2_scales, back.w2_bias, &err) == SY_E_INVALID);
+            ck_assert_msg(strstr(err.msg, "tensor-core order") != NULL, "%s", err.msg);
             moe_checkpoint_free(&back);
             free(buf);
         }

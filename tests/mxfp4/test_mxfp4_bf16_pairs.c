@@ -1,5 +1,6 @@
 /* The e2m1 -> bf16 bit moves of the tensor-core MoE product (plugins/common/mxfp4_bf16_pairs.h),
- * run on the host: every code in every position of a word, the other seven random, against the
+ * run on the host: every code in every position of a word (in the checkpoint's order, put in the
+ * tensor-core order as the CUDA prepare does), the other seven random, against the
  * E2M1 table of the OCP MX specification written out here (each value times 2^-126, what the bit
  * moves spell); and the activations' slots that go with them. */
 #include <check.h>
@@ -38,7 +39,8 @@ START_TEST(every_code_in_every_position)
                 uint32_t w = (uint32_t)sy_rng_next(&rng);
                 w = (w & ~(0xFu << 4 * pos)) | code << 4 * pos;
                 uint32_t r[4] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
-                sy_e2m1x8_to_bf16_pairs_tiny(w, r);
+                /* w is in the checkpoint's order; the CUDA prepare stores it in the pair order. */
+                sy_e2m1x8_to_bf16_pairs_tiny(sy_e2m1x8_to_pair_order(w), r);
                 /* Code n of the word is half n / 4 of pair n % 4: pairs (0, 4), (1, 5), (2, 6), (3, 7). */
                 for (uint32_t n = 0; n < 8; n++) {
                     const uint32_t c = w >> 4 * n & 0xFu, got = half_as_f32_bits(r[n % 4], n / 4);
@@ -49,6 +51,20 @@ START_TEST(every_code_in_every_position)
                                   (unsigned long long)seed, w, c, n, got >> 16, (double)e2m1[c], f32_bits(want));
                 }
             }
+}
+END_TEST
+
+START_TEST(pair_order_moves_every_bit_once)
+{
+    /* A permutation of the word's bits: each single bit lands on one bit, no two on the same. */
+    uint32_t seen = 0;
+    for (uint32_t b = 0; b < 32; b++) {
+        const uint32_t moved = sy_e2m1x8_to_pair_order(1u << b);
+        ck_assert_msg(moved != 0 && (moved & (moved - 1u)) == 0, "bit %u became %08x", b, moved);
+        ck_assert_msg((seen & moved) == 0, "bit %u lands on %08x, taken by an earlier bit", b, moved);
+        seen |= moved;
+    }
+    ck_assert_uint_eq(seen, 0xFFFFFFFFu);
 }
 END_TEST
 
@@ -82,6 +98,7 @@ int main(void)
     Suite *s = suite_create("mxfp4_bf16_pairs");
     TCase *tc = tcase_create("bit_moves");
     tcase_add_test(tc, every_code_in_every_position);
+    tcase_add_test(tc, pair_order_moves_every_bit_once);
     tcase_add_test(tc, activation_slots_follow_the_code_order);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
