@@ -313,6 +313,7 @@ sy_attn_gpu_decode_warp_kernel(const sy_attn_gpu_decode p)
      * a constant, so that their per-element loads and stores carry no dtype branch. */
     constexpr int32_t IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
     SY_GPU_DYNAMIC_SHARED(unsigned char, smem);
+    sy_gpu_wait_for_previous_kernel();
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, g = lane / 4, c = lane % 4;
     unsigned char *ring = smem + warp * S::WARP_BYTES;
 
@@ -617,7 +618,7 @@ template <int LAYOUT, int KV, int D, bool QPLANES>
 static sy_status sy_attn_gpu_decode_warp_launch_as(const sy_attn_gpu_decode &p, dim3 grid, gpuStream_t stream)
 {
     using S = sy_attn_warp_shape<LAYOUT, KV, D, QPLANES>;
-    SY_GPU_LAUNCH(grid, S::THREADS, S::SMEM_BYTES, stream, sy_attn_gpu_decode_warp_kernel<LAYOUT, KV, D, QPLANES>)(p);
+    SY_GPU_LAUNCH_CHAINED(grid, S::THREADS, S::SMEM_BYTES, stream, sy_attn_gpu_decode_warp_kernel<LAYOUT, KV, D, QPLANES>)(p);
     return SY_OK;
 }
 

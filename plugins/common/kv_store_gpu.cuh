@@ -369,6 +369,7 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_write_kern
     const sy_kv_gpu_pool pool, const sy_kv_gpu_rows src, const sy_kv_gpu_index ix, const sy_kv_gpu_launch l)
 {
     __shared__ sy_kv_gpu_stage s;
+    sy_gpu_wait_for_previous_kernel();
     const sy_kv_gpu_tile tl = sy_kv_gpu_this_tile<STORE>(l, pool.dims, ix.tokens);
     sy_kv_gpu_tile_fill<LAYOUT, STORE, SRC, true>(tl, src, ix, pool, s);
     __syncthreads();
@@ -698,10 +699,10 @@ static void sy_kv_gpu_write_launch(const sy_kv_gpu_launch &l, gpuStream_t stream
                                    const sy_kv_gpu_rows &src, const sy_kv_gpu_index &ix)
 {
     if (src.dtype == SY_DTYPE_BF16)
-        SY_GPU_LAUNCH(l.grid, SY_KV_GPU_THREADS, 0, stream, sy_kv_gpu_write_kernel<LAYOUT, STORE, SY_DTYPE_BF16>)(
+        SY_GPU_LAUNCH_CHAINED(l.grid, SY_KV_GPU_THREADS, 0, stream, sy_kv_gpu_write_kernel<LAYOUT, STORE, SY_DTYPE_BF16>)(
             pool, src, ix, l);
     else
-        SY_GPU_LAUNCH(l.grid, SY_KV_GPU_THREADS, 0, stream, sy_kv_gpu_write_kernel<LAYOUT, STORE, SY_DTYPE_F32>)(
+        SY_GPU_LAUNCH_CHAINED(l.grid, SY_KV_GPU_THREADS, 0, stream, sy_kv_gpu_write_kernel<LAYOUT, STORE, SY_DTYPE_F32>)(
             pool, src, ix, l);
 }
 

@@ -65,6 +65,7 @@
 #include "moe_route.h"
 #include "mxfp4_bf16_pairs.h"
 #include "switchyard/plugin.h"
+#include "sy_elem_gpu.cuh"
 #include "sy_mxfp4.h"
 #include "sy_numeric.h"
 #include "workspace_gpu.cuh"
@@ -407,6 +408,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
 static __global__ void moe_gpu_route_kernel(const float *logits, int64_t stride, uint32_t experts, uint32_t k,
                                             int64_t tokens, int32_t *ids, float *weights)
 {
+    sy_gpu_wait_for_previous_kernel();
     const uint32_t lane = threadIdx.x % MOE_GPU_ROUTE_LANES;
     const int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / MOE_GPU_ROUTE_LANES;
     /* Segments are aligned, so a segment past the last token leaves whole, before any shuffle. */
@@ -470,7 +472,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const s
         return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld tokens exceed one launch", op, (long long)T);
     /* A single row's stride is free in the tensor view. */
     const int64_t stride = T == 1 ? (int64_t)E : a->logits.stride[0];
-    moe_gpu_route_kernel<<<(unsigned)blocks, MOE_GPU_SIMPLE_THREADS, 0, sy_gpu_stream(stream)>>>(
+    SY_GPU_LAUNCH_CHAINED((unsigned)blocks, MOE_GPU_SIMPLE_THREADS, 0, sy_gpu_stream(stream), moe_gpu_route_kernel)(
         (const float *)a->logits.data, stride, E, k, T, (int32_t *)a->topk_ids.data, (float *)a->topk_weights.data);
     SY_GPU_CHECK_LAUNCH(err, "moe_gpu_route_kernel");
     return SY_OK;
@@ -522,6 +524,7 @@ static __global__ void __launch_bounds__(MOE_GPU_PLAN_THREADS) moe_gpu_plan_kern
 {
     __shared__ int32_t scan[2][MOE_GPU_PLAN_THREADS];
     __shared__ int32_t header_ok;
+    sy_gpu_wait_for_previous_kernel();
     const uint32_t e = threadIdx.x;
     if (e == 0) {
         const sy_moe_prepared_header h = *a.header;
@@ -562,6 +565,7 @@ static __global__ void __launch_bounds__(MOE_GPU_PLAN_THREADS) moe_gpu_plan_kern
 static __global__ void moe_gpu_scatter_kernel(const int32_t *ids, int32_t pairs, uint32_t experts,
                                               const int32_t *offsets, int32_t *fill, int32_t *grouped)
 {
+    sy_gpu_wait_for_previous_kernel();
     const int32_t p = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     if (p < pairs && ids[p] >= 0 && (uint32_t)ids[p] < experts)
         grouped[offsets[ids[p]] + atomicAdd(&fill[ids[p]], 1)] = p;
@@ -831,6 +835,7 @@ static __global__ void moe_gpu_combine_kernel(const float *y, uint32_t hidden, c
                                               const float *weights, uint32_t k, uint32_t experts,
                                               const int32_t *valid, void *out, int32_t out_dtype, int64_t out_stride)
 {
+    sy_gpu_wait_for_previous_kernel();
     const int64_t t = blockIdx.x;
     bool ok = *valid != 0;
     for (uint32_t j = 0; j < k; j++)
@@ -904,6 +909,7 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
                          int32_t *row_exp)
 {
     __shared__ float scratch[SY_MAX_WARPS_PER_BLOCK];
+    sy_gpu_wait_for_previous_kernel();
     const int64_t row = (int64_t)blockIdx.x * in_stride;
     const uint32_t pass = MOE_GPU_STAGE_PER * blockDim.x;
     float v[MOE_GPU_STAGE_PER];
@@ -1133,9 +1139,9 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         SY_GPU_CHECKF(err, gpuMemsetAsync(s.counts, 0, s.count_bytes, gs), "for the expert counts");
         moe_gpu_count_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.counts);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_count_kernel");
-        moe_gpu_plan_kernel<<<1, MOE_GPU_PLAN_THREADS, 0, gs>>>(plan);
+        SY_GPU_LAUNCH_CHAINED(1, MOE_GPU_PLAN_THREADS, 0, gs, moe_gpu_plan_kernel)(plan);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_plan_kernel");
-        moe_gpu_scatter_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.offsets, s.fill,
+        SY_GPU_LAUNCH_CHAINED(pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_scatter_kernel)(ids, pairs, E, s.offsets, s.fill,
                                                                               s.grouped);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_scatter_kernel");
 
@@ -1150,7 +1156,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 #if defined(SY_VENDOR_CUDA)
         {
             const size_t plane = (size_t)max_tokens * d.hidden;
-            moe_gpu_stage_kernel<<<(unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+            SY_GPU_LAUNCH_CHAINED((unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_stage_kernel)(
                 g.in, a->x.dtype, x_stride, d.hidden, s.x_planes, plane, s.x_exp);
             SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (x)");
             g.in = s.x_planes;
@@ -1183,7 +1189,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_exp = NULL;
         g.in_exp_fixed = act_exp;
         if (act_exp == 0) {
-            moe_gpu_stage_kernel<<<(unsigned)pairs, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+            SY_GPU_LAUNCH_CHAINED((unsigned)pairs, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_stage_kernel)(
                 s.act, SY_DTYPE_F32, d.intermediate, d.intermediate, s.act_planes, g.out_lo_offset, s.act_exp);
             SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (act)");
             g.in = s.act_planes;
@@ -1194,7 +1200,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         if (st != SY_OK)
             return st;
 
-        moe_gpu_combine_kernel<<<moe_gpu_columns_grid(tokens, d.hidden), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(
+        SY_GPU_LAUNCH_CHAINED(moe_gpu_columns_grid(tokens, d.hidden), MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_combine_kernel)(
             s.y, d.hidden, ids, weights, k, E, s.valid, (char *)a->out.data + t0 * out_stride * (int64_t)out_elem,
             a->out.dtype, out_stride);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_combine_kernel");

@@ -402,6 +402,7 @@ template <bool W13, bool PLANES, bool WIDE>
 static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
 {
     extern __shared__ __align__(16) uint8_t moe_mma_smem[];
+    sy_gpu_wait_for_previous_kernel();
     /* Wide: the output slices of a chunk run side by side (blockIdx.x), so that its input rows,
      * read by every slice, stay in L2; at 8192 tokens w2's input planes (94 MB a pass) are larger
      * than L2 and were read from DRAM once per slice when the chunks went first. */
@@ -449,7 +450,7 @@ static sy_status moe_mma_launch_as(const moe_gpu_gemm &g, unsigned max_chunks, g
     const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
                                 : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
     const dim3 grid = WIDE ? dim3(slices, max_chunks) : dim3(max_chunks, slices);
-    moe_mma_kernel<W13, PLANES, WIDE><<<grid, MOE_MMA_THREADS, smem, gs>>>(g);
+    SY_GPU_LAUNCH_CHAINED(grid, MOE_MMA_THREADS, smem, gs, moe_mma_kernel<W13, PLANES, WIDE>)(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
     return SY_OK;
 }

@@ -289,6 +289,7 @@ __launch_bounds__(SY_ROPE_GPU_THREADS, SY_ROPE_GPU_FUSED_MIN_BLOCKS) void sy_rop
 {
     SY_GPU_DYNAMIC_SHARED(float, sy_rope_angles);
     __shared__ sy_kv_gpu_stage s;
+    sy_gpu_wait_for_previous_kernel();
     const uint32_t half = f.half, batch = sy_rope_gpu_fused_batch(l, half);
     float *cs = sy_rope_angles, *sn = sy_rope_angles + batch * half;
     const sy_kv_gpu_tile tl = sy_kv_gpu_this_tile<STORE>(l, pool.dims, ix.tokens);
@@ -372,10 +373,10 @@ static void sy_rope_gpu_kv_launch_rw(const sy_rope_gpu_freqs &f, const sy_rope_g
     const size_t smem = 2 * (size_t)sy_rope_gpu_fused_batch(l, f.half) * f.half * sizeof(float);
     constexpr int BF16 = SY_DTYPE_BF16, F32 = SY_DTYPE_F32;
     if (v_src.dtype == BF16)
-        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, BF16>)(
+        SY_GPU_LAUNCH_CHAINED(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, BF16>)(
             f, a, pool, v_src, ix, l);
     else
-        SY_GPU_LAUNCH(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, F32>)(
+        SY_GPU_LAUNCH_CHAINED(l.grid, SY_ROPE_GPU_THREADS, smem, stream, sy_rope_gpu_kv_kernel<LAYOUT, STORE, RW, F32>)(
             f, a, pool, v_src, ix, l);
 }
 

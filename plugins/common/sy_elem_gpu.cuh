@@ -101,6 +101,42 @@ static inline sy_gpu_overlapped_launch<Params...> sy_gpu_launch_overlapped(bool 
     SY_GPU_LAUNCH(grid, block, shared_bytes, stream, __VA_ARGS__)
 #endif
 
+/* Whether the current device takes overlapped launches: CUDA, compute capability 9.0 and newer.
+ * Asked once a device and process. */
+#if defined(SY_VENDOR_CUDA) && defined(__NVCC__)
+#include <atomic>
+static inline bool sy_gpu_overlap_supported()
+{
+    enum { DEVICES = 64 };
+    static std::atomic<int> known[DEVICES]; /* 0 not asked yet, 1 no, 2 yes */
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= DEVICES)
+        return false;
+    int state = known[device].load(std::memory_order_relaxed);
+    if (state == 0) {
+        int major = 0;
+        state = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9
+                    ? 2
+                    : 1;
+        known[device].store(state, std::memory_order_relaxed);
+    }
+    return state == 2;
+}
+#else
+static inline bool sy_gpu_overlap_supported()
+{
+    return false;
+}
+#endif
+
+/* The launch of a kernel of a chain (the ops of a forward step follow each other on one stream):
+ * overlapped where the device takes it, so that the launch and the blocks' setup hide behind the
+ * end of the kernel before. Every kernel launched so calls sy_gpu_wait_for_previous_kernel()
+ * before it touches global memory. H200: the decode attention's combine kernel 31.6 -> 29.5 us;
+ * the gpt-oss-120b decode step (batch 128, about 20 such kernels a layer) 34.4-34.5 -> 33.8 ms. */
+#define SY_GPU_LAUNCH_CHAINED(grid, block, shared_bytes, stream, ...) \
+    SY_GPU_LAUNCH_OVERLAPPED(sy_gpu_overlap_supported(), grid, block, shared_bytes, stream, __VA_ARGS__)
+
 /* Bytes of an element type used as a template tag: f32 4, bf16 2, fp8_e4m3 1. */
 template <int DT>
 constexpr int sy_elem_size = DT == SY_DTYPE_F32 ? 4 : DT == SY_DTYPE_BF16 ? 2 : 1;

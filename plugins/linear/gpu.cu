@@ -28,6 +28,7 @@
 
 #include "gpu.h"
 #include "gpu_runtime.h"
+#include "sy_elem_gpu.cuh"
 #include "sy_numeric.h"
 #include "workspace_gpu.cuh"
 extern "C" {
@@ -264,6 +265,7 @@ static __device__ __forceinline__ void linear_load_run(const float *row, int64_t
 /* x rows [0, rows) as bf16 high parts in out[0 .. rows) and low parts in out[rows .. 2 rows). */
 static __global__ void linear_split_kernel(const float *x, int64_t ldx, int64_t rows, int64_t K, uint16_t *out)
 {
+    sy_gpu_wait_for_previous_kernel();
     LINEAR_FOR_EACH_RUN(m, k0, rows, K)
     {
         float v[LINEAR_RUN];
@@ -280,6 +282,7 @@ static __global__ void linear_split_kernel(const float *x, int64_t ldx, int64_t 
 
 static __global__ void linear_widen_kernel(const uint16_t *x, int64_t ldx, int64_t rows, int64_t K, float *out)
 {
+    sy_gpu_wait_for_previous_kernel();
     LINEAR_FOR_EACH_RUN(m, k0, rows, K)
     {
 #pragma unroll
@@ -293,6 +296,7 @@ static __global__ void linear_widen_kernel(const uint16_t *x, int64_t ldx, int64
 static __global__ void linear_epilogue_kernel(const float *C, int64_t rows, int64_t N, int split, const void *b,
                                               int32_t b_dtype, void *y, int32_t y_dtype, int64_t ldy)
 {
+    sy_gpu_wait_for_previous_kernel();
     LINEAR_FOR_EACH_RUN(m, n0, rows, N)
     {
         float v[LINEAR_RUN], lo[LINEAR_RUN];
@@ -400,13 +404,13 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
         const void *B = x_pass;
         int64_t ldb = a.ldx;
         if (how == LINEAR_WIDEN_X) {
-            linear_widen_kernel<<<linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+            SY_GPU_LAUNCH_CHAINED(linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs, linear_widen_kernel)(
                 (const uint16_t *)x_pass, a.ldx, mp, a.K, (float *)xb);
             SY_GPU_CHECK_LAUNCH(err, "linear_widen_kernel");
             B = xb;
             ldb = a.K;
         } else if (split) {
-            linear_split_kernel<<<linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+            SY_GPU_LAUNCH_CHAINED(linear_grid_for(mp, a.K), LINEAR_SIMPLE_THREADS, 0, gs, linear_split_kernel)(
                 (const float *)x_pass, a.ldx, mp, a.K, (uint16_t *)xb);
             SY_GPU_CHECK_LAUNCH(err, "linear_split_kernel");
             B = xb;
@@ -418,7 +422,7 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
                                        (int)a.K, &one, a.w, type, (int)a.K, B, type, (int)ldb, &zero, C, CUDA_R_32F,
                                        (int)a.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                           "cublasGemmEx", &a);
-        linear_epilogue_kernel<<<linear_grid_for(mp, a.N), LINEAR_SIMPLE_THREADS, 0, gs>>>(
+        SY_GPU_LAUNCH_CHAINED(linear_grid_for(mp, a.N), LINEAR_SIMPLE_THREADS, 0, gs, linear_epilogue_kernel)(
             C, mp, a.N, split, a.b, a.b_dtype, (char *)a.y + m0 * a.ldy * (int64_t)y_elem, a.y_dtype, a.ldy);
         SY_GPU_CHECK_LAUNCH(err, "linear_epilogue_kernel");
     }

@@ -306,6 +306,7 @@ template <int CACHED_CHUNKS, int DT>
 static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gpu_args a)
 {
     __shared__ float warp_sums[SY_MAX_WARPS_PER_BLOCK];
+    sy_gpu_wait_for_previous_kernel();
     const uint32_t group = a.group;
     /* The block's row this thread works on; no division when a block is one row. */
     const uint32_t slot = a.rows_per_block > 1 ? threadIdx.x / group : 0u;
@@ -471,13 +472,13 @@ template <int DT>
 static void norm_launch(const norm_gpu_args &a, uint32_t cached, dim3 grid, dim3 block, gpuStream_t stream)
 {
     if (cached <= 1)
-        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<1, DT>)(a);
+        SY_GPU_LAUNCH_CHAINED(grid, block, 0, stream, norm_gpu_kernel<1, DT>)(a);
     else if (cached == 2)
-        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<2, DT>)(a);
+        SY_GPU_LAUNCH_CHAINED(grid, block, 0, stream, norm_gpu_kernel<2, DT>)(a);
     else if (cached == 3)
-        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<3, DT>)(a);
+        SY_GPU_LAUNCH_CHAINED(grid, block, 0, stream, norm_gpu_kernel<3, DT>)(a);
     else
-        SY_GPU_LAUNCH(grid, block, 0, stream, norm_gpu_kernel<NORM_MAX_CACHE, DT>)(a);
+        SY_GPU_LAUNCH_CHAINED(grid, block, 0, stream, norm_gpu_kernel<NORM_MAX_CACHE, DT>)(a);
 }
 
 extern "C" sy_status sy_norm_rmsnorm_gpu(void *ctx, sy_stream stream, const sy_norm_args *in, sy_error *err)
