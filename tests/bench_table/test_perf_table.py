@@ -165,6 +165,28 @@ class TableRows(unittest.TestCase):
         r = self.row("gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
         self.assertEqual(r.result, "met")
 
+    def test_step_target_prefers_runs_without_per_op_events(self):
+        # The same variant timed with and without per-op events: the target row is the quiet run's,
+        # the breakdown lists both; a variant with only instrumented runs is still judged on them.
+        with open(fixture("step-gpt-oss-b128.json")) as f:
+            doc = json.load(f)
+        quiet = json.loads(json.dumps(doc))
+        quiet["resolved"]["report.per_op"] = {"value": "false", "source": "--set"}
+        quiet["metrics"]["tpot_median_ms"] = doc["metrics"]["tpot_median_ms"] * 0.5
+        loud = perf_table.StepRun("loud.json", doc)
+        quiet_run = perf_table.StepRun("quiet.json", quiet)
+        self.assertTrue(loud.per_op_events)
+        self.assertFalse(quiet_run.per_op_events)
+        rows = perf_table.build_rows(self.kernels, self.peers, [loud, quiet_run])
+        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
+        self.assertEqual(r.ours, "TPOT %.2f ms" % quiet["metrics"]["tpot_median_ms"])
+        rows = perf_table.build_rows(self.kernels, self.peers, [loud])
+        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
+        self.assertEqual(r.ours, "TPOT %.2f ms" % doc["metrics"]["tpot_median_ms"])
+        lines = "\n".join(perf_table.step_breakdown([loud, quiet_run]))
+        self.assertIn("| on |", lines)
+        self.assertIn("| off |", lines)
+
     def test_every_target_has_rows(self):
         per_layout = sum(len(t.layouts or (None,)) for t in perf_table.TARGETS)
         self.assertEqual(len(self.rows), per_layout)
@@ -293,7 +315,7 @@ class Document(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("--quick run", out.stdout)
         self.assertIn("| vectorized_5d, bf16 KV, fuse_pad off", out.stdout)
-        self.assertIn("| 4 x 256 | 20.00 ms | 22.00 ms | 1.50 | 2.50 |", out.stdout)
+        self.assertIn("| 4 x 256 | on | 20.00 ms | 22.00 ms | 1.50 | 2.50 |", out.stdout)
         self.assertIn("no vectorized_5d run at batch 128 with 8192-token contexts (given: batch 4 x 256)",
                       out.stdout)
 
