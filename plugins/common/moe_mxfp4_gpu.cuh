@@ -1137,12 +1137,13 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         const unsigned max_chunks = (unsigned)moe_gpu_max_chunks((uint32_t)pairs, E, plan.chunk_tokens);
 
         SY_GPU_CHECKF(err, gpuMemsetAsync(s.counts, 0, s.count_bytes, gs), "for the expert counts");
+        /* An ordinary launch: what comes before it on the stream is the memset, not a kernel. */
         moe_gpu_count_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.counts);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_count_kernel");
         SY_GPU_LAUNCH_CHAINED(1, MOE_GPU_PLAN_THREADS, 0, gs, moe_gpu_plan_kernel)(plan);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_plan_kernel");
-        SY_GPU_LAUNCH_CHAINED(pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_scatter_kernel)(ids, pairs, E, s.offsets, s.fill,
-                                                                              s.grouped);
+        SY_GPU_LAUNCH_CHAINED(pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_scatter_kernel)(
+            ids, pairs, E, s.offsets, s.fill, s.grouped);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_scatter_kernel");
 
         g.m = moe_gpu_matrix_of(base, &d, &sec, 1);
