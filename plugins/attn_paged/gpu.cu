@@ -36,7 +36,6 @@ enum {
 typedef struct attn_paged_gpu_ctx {
     const sy_host_api *host;
     uint32_t multiprocessors;
-    bool overlap_launches; /* the combine overlaps the decode kernel's end (SY_GPU_LAUNCH_OVERLAPPED) */
     void *partials;
     size_t partial_bytes;
 } attn_paged_gpu_ctx;
@@ -74,9 +73,6 @@ extern "C" sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **out,
         return sy_op_fail(err, SY_E_NOMEM, "%s: out of host memory for the context", op);
     ctx->host = host;
     ctx->multiprocessors = info.multiprocessors ? info.multiprocessors : 1;
-#if defined(SY_VENDOR_CUDA)
-    ctx->overlap_launches = info.cc_major >= 9;
-#endif
 #if SY_ATTN_DECODE_WARP_KERNEL
     if ((st = sy_attn_gpu_decode_warp_opt_in(err)) != SY_OK) {
         free(ctx);
@@ -285,8 +281,8 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_decode_kernel");
     }
     if (splits > 1) {
-        SY_GPU_LAUNCH_OVERLAPPED(ctx->overlap_launches, dim3((unsigned)a->q.shape[1], (unsigned)B), SY_ATTN_GPU_THREADS,
-                                 0, s, sy_attn_gpu_combine_kernel)(p);
+        SY_GPU_LAUNCH_CHAINED(dim3((unsigned)a->q.shape[1], (unsigned)B), SY_ATTN_GPU_THREADS, 0, s,
+                              sy_attn_gpu_combine_kernel)(p);
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_combine_kernel");
     }
     return SY_OK;

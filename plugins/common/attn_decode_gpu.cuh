@@ -479,7 +479,7 @@ sy_attn_gpu_decode_kernel(const sy_attn_gpu_decode p)
  * the splits' m and l, the sink) goes out at once, before the reductions that need the first of
  * them. Loading each split only after its weight was known took 4 splits a round trip, 8 round
  * trips for the 61 splits of 1 x 32768 (H200, ncu with a cold L2: 7.8-8.9 us, now 6.2-6.8 us; the
- * timed call 31.9 -> 31.6 us, and 29.5 us with the launch overlapped, SY_GPU_LAUNCH_OVERLAPPED).
+ * timed call 31.9 -> 31.6 us, and 29.5 us with the launch overlapped, SY_GPU_LAUNCH_CHAINED).
  * A split whose l is 0 (no key of it visible) has weight 0 and its partial, never written, is not
  * added: selected, not multiplied, since the unwritten memory may hold a NaN. */
 enum { SY_ATTN_COMBINE_BATCH = 32 };
