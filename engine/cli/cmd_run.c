@@ -82,6 +82,7 @@ static void print_composition(const sy_composition *comp)
         printf("  norm pad   fused to a multiple of %u (%u columns)\n", d->pad_multiple, d->padded_hidden);
     else
         printf("  norm pad   off\n");
+    printf("  q/k/v      %s\n", d->fused_qkv ? "one linear (fused)" : "three linears");
 }
 
 static void print_metrics(const sy_plan *p, const sy_run_metrics *m)
@@ -162,6 +163,8 @@ static void write_json(FILE *f, const sy_config *cfg, const sy_composition *comp
     sy_json_bool(&j, d->fused_rope_kv);
     sy_json_key(&j, "fuse_pad_multiple");
     sy_json_uint(&j, d->pad_multiple);
+    sy_json_key(&j, "fused_qkv");
+    sy_json_bool(&j, d->fused_qkv);
     sy_json_end_object(&j);
     sy_json_key(&j, "metrics");
     sy_json_begin_object(&j);

@@ -42,9 +42,11 @@ static void print_composition(const sy_engine_info *info)
         const sy_engine_slot *s = &info->slots[i];
         printf("  %-10s %-22s %-8s %s\n", sy_kind_name(s->kind), s->plugin, s->version, s->file);
     }
-    printf("  kv cache   %s %s, page %u; rope+kv %s; norm pad %u\n", sy_layout_name(info->kv_layout),
+    /* fused_qkv was appended to sy_engine_info later: a member is read only when struct_size covers it. */
+    int fused_qkv = SY_HAS_MEMBER(info->struct_size, sy_engine_info, fused_qkv) && info->fused_qkv;
+    printf("  kv cache   %s %s, page %u; rope+kv %s; norm pad %u; q/k/v %s\n", sy_layout_name(info->kv_layout),
            sy_dtype_name(info->kv_dtype), info->page_size, info->fused_rope_kv_write ? "fused" : "separate",
-           info->norm_pad_multiple);
+           info->norm_pad_multiple, fused_qkv ? "one linear" : "three linears");
 }
 
 static void print_metrics(const sy_engine_metrics *m)

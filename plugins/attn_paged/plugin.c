@@ -37,7 +37,7 @@ void sy_attn_paged_gpu_fini(void *ctx);
 static const sy_attention_caps attn_paged_caps = {
     .struct_size = sizeof(sy_attention_caps),
     .features = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |
-                SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K,
+                SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE,
     .n_layouts = 2,
     .layouts = {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D},
     .kv_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16) | SY_DTYPE_BIT(SY_DTYPE_FP8_E4M3),

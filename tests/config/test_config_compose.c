@@ -264,6 +264,62 @@ START_TEST(rule3_fused_rope_kv_write)
 }
 END_TEST
 
+START_TEST(rule6_fused_qkv_linear)
+{
+    /* auto: the default attention (fx_attn_nhd, the higher rank) declares no row_stride. */
+    composed r = compose_text("q.yaml", "backend: cpu\n");
+    expect_count(&r.d, 0);
+    ck_assert_str_eq(chosen(&r, SY_KIND_ATTENTION), "fx_attn_nhd");
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 0);
+    const char *why = "off (linear.fuse_qkv = auto): fx_attn_nhd declares no row_stride; three linears, for q, k and v";
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why, why);
+    char *text = explain_text(&r);
+    ck_assert_ptr_nonnull(strstr(text, why));
+    free(text);
+    composed_free(&r);
+
+    /* on: a requirement of the attention match, so auto takes the plugin that declares it. */
+    r = compose_text("q.yaml", "linear:\n  fuse_qkv: on\n");
+    expect_count(&r.d, 0);
+    ck_assert_str_eq(chosen(&r, SY_KIND_ATTENTION), "fx_attn_paged");
+    ck_assert_str_eq(reason_of(&r, SY_KIND_ATTENTION, "fx_attn_nhd"), "declares no row_stride, needed by linear.fuse_qkv on");
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 1);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why,
+                     "fused (linear.fuse_qkv = on): one linear of 256 columns (q 128, k 64, v 64); rope, the KV write "
+                     "(fx_kv_nhd) and fx_attn_paged take q, k and v as slices of its rows");
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "linear:\n  fuse_qkv: on\nattention:\n  plugin: fx_attn_nhd\n");
+    expect_count(&r.d, 1);
+    expect_diag(&r.d, 0, SY_SEV_ERROR, "q.yaml", 4, 11,
+                "attention.plugin fx_attn_nhd cannot serve this config: it declares no row_stride, needed by "
+                "linear.fuse_qkv on (linear.fuse_qkv = on from q.yaml:2:3)");
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "kv_cache:\n  layout: vectorized_5d\nlinear:\n  fuse_qkv: on\n");
+    expect_count(&r.d, 1);
+    expect_diag(&r.d, 0, SY_SEV_ERROR, "q.yaml", 4, 13,
+                "no kv_layout plugin for backend cpu fits this config: fx_kv_5d declares no any_token_stride (K/V rows "
+                "as slices of wider rows), needed by linear.fuse_qkv on; fx_kv_nhd is layout nhd, not kv_cache.layout "
+                "vectorized_5d");
+    composed_free(&r);
+
+    /* auto with a layout plugin that cannot take the slices. */
+    r = compose_text("q.yaml", "kv_cache:\n  layout: vectorized_5d\n");
+    expect_count(&r.d, 0);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why,
+                     "off (linear.fuse_qkv = auto): fx_kv_5d declares no any_token_stride; three linears, for q, k "
+                     "and v");
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "linear:\n  fuse_qkv: off\nattention:\n  plugin: fx_attn_paged\n");
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 0);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why,
+                     "off (linear.fuse_qkv = off): three linears, for q, k and v");
+    composed_free(&r);
+}
+END_TEST
+
 START_TEST(rule4_fused_add_rmsnorm_pad)
 {
     composed r = compose_text("n.yaml", "model:\n  preset: gpt-oss-20b\nnorm:\n  fuse_pad: on\n");
@@ -527,6 +583,7 @@ static Suite *suite(void)
     tcase_add_test(t, rule3_fused_rope_kv_write);
     tcase_add_test(t, rule4_fused_add_rmsnorm_pad);
     tcase_add_test(t, rule5_max_tp_bounds_parallel_tp);
+    tcase_add_test(t, rule6_fused_qkv_linear);
     tcase_add_test(t, explicit_choices_are_never_fallbacks);
     tcase_add_test(t, explain_lists_keys_slots_and_reasons);
     tcase_add_test(t, show_after_composition_round_trips);

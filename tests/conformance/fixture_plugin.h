@@ -36,7 +36,7 @@
     {                                                                                                           \
         .struct_size = sizeof(sy_attention_caps),                                                               \
         .features = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |    \
-                    SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K,                                                       \
+                    SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE,                                  \
         .n_layouts = 2, .layouts = {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D},                                    \
         .kv_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16) | SY_DTYPE_BIT(SY_DTYPE_FP8_E4M3), \
         .q_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16), .head_dim_min = 1,                 \

@@ -55,6 +55,7 @@ typedef struct variant {
     int synthetic; /* workload.context synthetic */
     int per_op;    /* report.per_op */
     uint32_t swa_pool_tokens;
+    int fuse_qkv; /* linear.fuse_qkv */
 } variant;
 
 static const sy_registry_entry *need(int32_t kind, const char *name)
@@ -83,6 +84,7 @@ static sy_plan make_plan(const variant *v, uint64_t seed)
     p.k_scale = p.v_scale = 1.0f;
     p.fuse_rope_kv = v->fuse_rope;
     p.pad_multiple = v->pad;
+    p.fuse_qkv = v->fuse_qkv;
     p.pool_tokens = v->pool_tokens;
     p.swa_pool_tokens = v->swa_pool_tokens;
     p.batch = v->batch;
@@ -198,14 +200,14 @@ static void run_and_check(const variant *v, double tol)
 
 START_TEST(prefill_only_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
 START_TEST(prefill_and_decode_match_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -215,7 +217,7 @@ END_TEST
  * element. Most rows still agree to 1e-6; over 26 seeds the largest was 3.3e-3. */
 START_TEST(bf16_kv_matches_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0, 0};
     run_and_check(&v, 2e-2);
 }
 END_TEST
@@ -224,10 +226,12 @@ static const uint32_t chunks[] = {1, 7, 0};
 
 START_TEST(chunked_prefill_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
+
+static const char *const layouts[] = {"kv_nhd", "kv_vectorized_5d"};
 
 static void assert_identical(const variant *a, const variant *b)
 {
@@ -249,7 +253,7 @@ static void assert_identical(const variant *a, const variant *b)
 START_TEST(nhd_and_vectorized_5d_identical)
 {
     /* _i 1: over a synthetic context, which both layouts must hold alike. */
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0, 0};
     variant b = a;
     b.kv = "kv_vectorized_5d";
     assert_identical(&a, &b);
@@ -258,7 +262,7 @@ END_TEST
 
 START_TEST(interleave_and_separated_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.moe = "moe_mxfp4_separated";
     assert_identical(&a, &b);
@@ -267,7 +271,7 @@ END_TEST
 
 START_TEST(fuse_pad_on_and_off_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.pad = 256;
     assert_identical(&a, &b);
@@ -276,10 +280,22 @@ END_TEST
 
 START_TEST(fused_rope_kv_write_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0, 0};
     variant b = a;
     b.fuse_rope = 1;
     assert_identical(&a, &b);
+}
+END_TEST
+
+/* One linear for q, k and v, whose rows rope, the KV write and attention read as slices: against
+ * the reference over chunked prefill (later chunks gather their prefix) and decode, in both layouts,
+ * with and without the fused rope + KV write (a synthetic context: synthetic_context_decode_...).
+ * Held against the reference, not against three linears: a GEMM of q + 2 kv columns need not sum
+ * each output in the same order as three narrower ones (OpenBLAS picks its kernels by shape). */
+START_TEST(fused_qkv_linear_matches_reference)
+{
+    variant v = {layouts[_i >> 1], "moe_mxfp4_interleave", _i & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, 1};
+    run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
@@ -287,7 +303,7 @@ START_TEST(swa_pool_bounded_by_window)
 {
     /* 200 decode steps with a 16-token window and pages of 16: at most ceil((16-1+1)/16)+1 pages per
      * sequence are ever live in the sliding pool, however long the decode. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_msg(run_variant(&v, sy_test_seed(), &r, &err) == SY_OK, "%s", err.msg);
@@ -312,7 +328,7 @@ START_TEST(pool_exhaustion_is_a_clear_error)
 {
     /* 32 pool tokens = 2 pages of 16: sequence 0 takes both for its 20-token prompt, sequence 1
      * finds none. The message names what was needed, what the pool holds and the keys to raise. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0, 0};
     static const char *const parts[] = {"KV pool exhausted: sequence 1 needs 20 tokens (2 pages of 16)",
                                         "all 2 pages (32 tokens)", "the workload needs 8 pages (128 tokens)",
                                         "kv_cache.pool_tokens", "kv_cache.memory_budget_mib"};
@@ -323,7 +339,7 @@ END_TEST
 START_TEST(swa_pool_exhaustion_is_a_clear_error)
 {
     /* A sliding pool of one page cannot hold a 20-token prompt (window 16, pages of 16). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16, 0};
     static const char *const parts[] = {"sliding-window KV pool exhausted: sequence 0 needs a page for 20 tokens",
                                         "all 1 pages (16 tokens)", "window of 16 tokens", "kv_cache.swa_pool_tokens"};
     expect_pool_error(&v, parts, sizeof parts / sizeof parts[0]);
@@ -352,8 +368,6 @@ static double context_value(void *user, uint32_t layer, int is_v, uint32_t pos, 
     return sy_bf16_to_f32(context_bits(user, layer, is_v, pos, c));
 }
 
-static const char *const layouts[] = {"kv_nhd", "kv_vectorized_5d"};
-
 START_TEST(synthetic_context_decode_matches_reference)
 {
     /* 37 tokens of context as a prefill in chunks of 8 leaves them (pages of 16, window 16: the
@@ -361,8 +375,8 @@ START_TEST(synthetic_context_decode_matches_reference)
      * reference that reads the context K/V from their definition, position by position. A page
      * table naming a wrong page, a slot map off by a page or a context written to the wrong slots
      * changes these logits. An f32 pool holds the bf16 context exactly and leaves only f32
-     * rounding between the two (F32_KV_TOLERANCE). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0};
+     * rounding between the two (F32_KV_TOLERANCE). vectorized_5d runs with linear.fuse_qkv. */
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0, _i};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -423,7 +437,7 @@ START_TEST(synthetic_context_pool_is_the_definition)
     /* The pools after a synthetic fill: the same bytes for one seed, other bytes for another, and
      * read back through the layout's own gather, every live position of every layer and sequence
      * holds exactly its defined K and V (bf16, bit for bit). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0, 0};
     uint64_t seed = sy_test_seed();
     sy_engine *a = synthetic_engine(&v, seed, 11), *b = synthetic_engine(&v, seed, 11);
     sy_engine *other = synthetic_engine(&v, seed, 12);
@@ -522,7 +536,7 @@ START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
      * context equal those a real chunked prefill of the same shape leaves, and still do after a
      * decode step on each. */
     uint32_t chunk = (uint32_t[]){8, 5, 0}[_i];
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0, 0};
     variant pv = v;
     pv.synthetic = 0;
     uint64_t seed = sy_test_seed();
@@ -586,7 +600,7 @@ START_TEST(decode_step_copies_and_waits_once)
      * sequence gained or lost a page. 20 steps over pages of 16 cross page boundaries, so steps
      * with and without page changes are both counted. The tokens are those the host chooses from
      * the logits (the path a checkpoint callback takes). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0, 0};
     /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
     sy_plan p = make_plan(&v, sy_test_seed());
     sy_engine *e = NULL;
@@ -626,6 +640,7 @@ static Suite *suite(void)
     tcase_add_test(t, interleave_and_separated_identical);
     tcase_add_test(t, fuse_pad_on_and_off_identical);
     tcase_add_test(t, fused_rope_kv_write_identical);
+    tcase_add_loop_test(t, fused_qkv_linear_matches_reference, 0, 4);
     tcase_add_test(t, swa_pool_bounded_by_window);
     tcase_add_test(t, pool_exhaustion_is_a_clear_error);
     tcase_add_test(t, swa_pool_exhaustion_is_a_clear_error);

@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 #define SY_ABI_MAJOR 1u
-#define SY_ABI_MINOR 2u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows */
+#define SY_ABI_MINOR 3u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows;
+                           1.3: SY_ATTN_ROW_STRIDE */
 
 /* True when a struct of the given struct_size contains `member` entirely. */
 #define SY_HAS_MEMBER(struct_size, type, member) \

@@ -48,7 +48,10 @@ typedef enum sy_attention_feature {
     SY_ATTN_SLIDING_WINDOW = 1u << 2, /* window = W keys including the current token */
     SY_ATTN_SINKS = 1u << 3,          /* one extra logit per q head in the softmax denominator */
     SY_ATTN_FP8_SCALES = 1u << 4,     /* fp8 K/V dequantized with per-tensor k/v scales */
-    SY_ATTN_SPLIT_K = 1u << 5         /* decode split over the context, log-sum-exp combine */
+    SY_ATTN_SPLIT_K = 1u << 5,        /* decode split over the context, log-sum-exp combine */
+    /* ABI 1.3: q and out (and prefill_linear's k, v) rows with any stride(0) at least the packed
+     * row: the engine's q, k and v are then slices of one fused QKV projection's rows. */
+    SY_ATTN_ROW_STRIDE = 1u << 6
 } sy_attention_feature;
 
 #define SY_MAX_CAPS_LAYOUTS 8

@@ -154,6 +154,7 @@ typedef struct sy_engine_info {
     uint32_t vocab;             /* token ids are below this */
     uint32_t max_prompt_tokens; /* a sequence may hold at most this many tokens after a prefill */
     uint32_t max_tokens;        /* and at most this many after a decode step */
+    uint32_t fused_qkv;         /* 1: q, k and v come from one linear (linear.fuse_qkv) */
 } sy_engine_info;
 
 SY_API const sy_engine_info *sy_engine_get_info(const sy_engine_handle *h);

@@ -41,6 +41,8 @@ static char *decision(const sy_compose_decisions *d, int which)
         return sy_strdup(d->fused_rope_kv ? "fused" : "unfused (rope, then kv_layout.write)");
     case 2:
         return d->pad_multiple ? sy_asprintf("fused, multiple of %u", d->pad_multiple) : sy_strdup("off");
+    case 3:
+        return sy_strdup(d->fused_qkv ? "fused (one linear)" : "off (three linears)");
     default:
         return d->kv_dtype == SY_DTYPE_FP8_E4M3 ? sy_asprintf("k %g, v %g", d->k_scale, d->v_scale)
                                                 : sy_strdup("none (not fp8)");
@@ -67,8 +69,8 @@ void sy_ab_plugin_diff(const sy_composition *a, const sy_composition *b, sy_ab_r
         }
         finish_row(row);
     }
-    static const char *const decisions[] = {"kv cache", "rope+kv write", "norm pad", "fp8 scales"};
-    for (int k = 0; k < 4; k++) {
+    static const char *const decisions[] = {"kv cache", "rope+kv write", "norm pad", "q/k/v linear", "fp8 scales"};
+    for (int k = 0; k < (int)(sizeof decisions / sizeof decisions[0]); k++) {
         row = add_row(r, decisions[k]);
         for (int s = 0; s < SY_AB_SIDES; s++)
             row->choice[s] = decision(sy_composition_decisions(side[s]), k);

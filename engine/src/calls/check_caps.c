@@ -24,10 +24,16 @@ static sy_status need_kind(const sy_plugin_desc *p, int32_t kind, sy_error *err)
     return SY_OK;
 }
 
+/* A [T, H, D] tensor whose rows are wider than its heads: a slice of fused QKV rows. */
+static int rows_padded(const sy_tensor *t)
+{
+    return t->data && t->ndim == 3 && t->shape[0] > 1 && t->stride[0] != t->shape[1] * t->shape[2];
+}
+
 /* Features, dtypes, head dim and GQA ratio common to decode and prefill. */
 static sy_status attention_common(const sy_plugin_desc *p, const char *op, int32_t kv_dtype, int32_t q_dtype,
                                   uint32_t head_dim, int64_t q_heads, uint32_t kv_heads, int32_t window,
-                                  int has_sinks, sy_error *err)
+                                  int has_sinks, int padded_rows, sy_error *err)
 {
     const sy_attention_caps *c = p->caps;
     if (!in_mask(c->kv_dtypes, kv_dtype))
@@ -48,7 +54,8 @@ static sy_status attention_common(const sy_plugin_desc *p, const char *op, int32
         const char *what;
     } uses[] = {{window > 0, SY_ATTN_SLIDING_WINDOW, "sliding_window"},
                 {has_sinks, SY_ATTN_SINKS, "sinks"},
-                {kv_dtype == SY_DTYPE_FP8_E4M3, SY_ATTN_FP8_SCALES, "fp8_scales"}};
+                {kv_dtype == SY_DTYPE_FP8_E4M3, SY_ATTN_FP8_SCALES, "fp8_scales"},
+                {padded_rows, SY_ATTN_ROW_STRIDE, "row_stride (rows wider than their heads)"}};
     for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++)
         if (uses[i].used && !(c->features & uses[i].bit))
             return sy_fail(err, SY_E_UNSUPPORTED, "%s: the call uses %s, which plugin %s (%s) does not declare", op,
@@ -80,7 +87,8 @@ sy_status sy_check_decode_caps(const sy_plugin_desc *p, const sy_attn_decode_arg
         return sy_fail(err, SY_E_UNSUPPORTED, "%s: num_splits %d, but plugin %s (%s) does not declare split_k", op,
                        a->num_splits, p->name, p->backend);
     return attention_common(p, op, a->geom.store_dtype, a->q.dtype, a->geom.head_dim, a->q.shape[1],
-                            a->geom.kv_heads, a->window, a->sinks.data != NULL, err);
+                            a->geom.kv_heads, a->window, a->sinks.data != NULL,
+                            rows_padded(&a->q) || rows_padded(&a->out), err);
 }
 
 sy_status sy_check_prefill_caps(const sy_plugin_desc *p, const sy_attn_prefill_args *a, sy_error *err)
@@ -94,7 +102,8 @@ sy_status sy_check_prefill_caps(const sy_plugin_desc *p, const sy_attn_prefill_a
     if (!(c->features & SY_ATTN_PREFILL_LINEAR) || !o->prefill_linear)
         return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) has no prefill_linear", op, p->name, p->backend);
     return attention_common(p, op, a->k.dtype, a->q.dtype, (uint32_t)a->k.shape[2], a->q.shape[1],
-                            (uint32_t)a->k.shape[1], a->window, a->sinks.data != NULL, err);
+                            (uint32_t)a->k.shape[1], a->window, a->sinks.data != NULL,
+                            rows_padded(&a->q) || rows_padded(&a->out) || rows_padded(&a->k) || rows_padded(&a->v), err);
 }
 
 /* Layout id, store dtype and slot map support common to write and gather. */

@@ -304,6 +304,7 @@ static void read_need(sy_compose_need *n, const sy_config *cfg)
                             : SY_MOE_GATE_UP_INTERLEAVE;
     n->fuse_kv_on = strcmp(sy_config_str(cfg, "rope.fuse_kv_write"), "on") == 0;
     n->fuse_pad_on = strcmp(sy_config_str(cfg, "norm.fuse_pad"), "on") == 0;
+    n->fuse_qkv_on = strcmp(sy_config_str(cfg, "linear.fuse_qkv"), "on") == 0;
 }
 
 /* Rule 1's default: an unset page size is the chosen kv_layout plugin's. */
@@ -408,6 +409,34 @@ static void decide_pad_fusion(sy_composition *c, const sy_config *cfg, const sy_
     sy_str_free(&why);
 }
 
+/* Rule 6. `on` made both halves requirements of their slots' matches. */
+static void decide_qkv_fusion(sy_composition *c, const sy_config *cfg, const sy_compose_need *need)
+{
+    const char *mode = sy_config_str(cfg, "linear.fuse_qkv");
+    const sy_registry_entry *kv = c->slots[SY_KIND_KV_LAYOUT].chosen, *attn = c->slots[SY_KIND_ATTENTION].chosen;
+    uint32_t q = need->q_heads * need->head_dim, k = need->kv_heads * need->head_dim;
+    if (strcmp(mode, "off") == 0) {
+        c->d.fused_qkv_why = sy_strdup("off (linear.fuse_qkv = off): three linears, for q, k and v");
+        return;
+    }
+    const char *who = "", *lacking = NULL;
+    if (!kv || !attn)
+        lacking = kv ? "no attention plugin" : "no kv_layout plugin";
+    else if (!(((const sy_kv_layout_caps *)kv->plugin->caps)->features & SY_KV_FEAT_ANY_TOKEN_STRIDE))
+        who = kv->plugin->name, lacking = " declares no any_token_stride";
+    else if (!(((const sy_attention_caps *)attn->plugin->caps)->features & SY_ATTN_ROW_STRIDE))
+        who = attn->plugin->name, lacking = " declares no row_stride";
+    if (lacking) {
+        c->d.fused_qkv_why =
+            sy_asprintf("off (linear.fuse_qkv = %s): %s%s; three linears, for q, k and v", mode, who, lacking);
+        return;
+    }
+    c->d.fused_qkv = 1;
+    c->d.fused_qkv_why = sy_asprintf("fused (linear.fuse_qkv = %s): one linear of %u columns (q %u, k %u, v %u); "
+                                     "rope, the KV write (%s) and %s take q, k and v as slices of its rows",
+                                     mode, q + 2 * k, q, k, k, kv->plugin->name, attn->plugin->name);
+}
+
 static void fill_scales(sy_composition *c, const sy_config *cfg)
 {
     int fp8 = c->d.kv_dtype == SY_DTYPE_FP8_E4M3;
@@ -430,6 +459,7 @@ sy_composition *sy_compose(const sy_registry *reg, sy_config *cfg, sy_diags *d)
     if (!c->backend) {
         c->d.fused_rope_kv_why = sy_strdup("undecided: no backend");
         c->d.fuse_pad_why = sy_strdup("undecided: no backend");
+        c->d.fused_qkv_why = sy_strdup("undecided: no backend");
         return c;
     }
     choose_slot(c, reg, cfg, &need, SY_KIND_KV_LAYOUT, d);
@@ -446,6 +476,7 @@ sy_composition *sy_compose(const sy_registry *reg, sy_config *cfg, sy_diags *d)
     choose_slot(c, reg, cfg, &need, SY_KIND_LINEAR, d);
     decide_rope_fusion(c, cfg, &need);
     decide_pad_fusion(c, cfg, &need, d);
+    decide_qkv_fusion(c, cfg, &need);
     for (size_t i = 0; i < SY_COMPOSE_SLOTS; i++)
         if (!c->slots[listed_order[i]].chosen)
             c->ok = 0;
@@ -466,6 +497,7 @@ void sy_composition_free(sy_composition *c)
     free(c->backend_why);
     free((char *)c->d.fused_rope_kv_why);
     free((char *)c->d.fuse_pad_why);
+    free((char *)c->d.fused_qkv_why);
     free(c);
 }
 

@@ -13,6 +13,8 @@
  *   4 fused add + RMSNorm + pad: norm pad_to_multiple, MoE accepts padded input, tp == 1
  *     (norm.fuse_pad on / auto / off).
  *   5 every declared max_tp bounds parallel.tp.
+ *   6 one linear for q, k and v (their rows' slices read downstream): attention with
+ *     SY_ATTN_ROW_STRIDE, kv_layout with SY_KV_FEAT_ANY_TOKEN_STRIDE (linear.fuse_qkv on / auto / off).
  * Nothing here runs plugin code except kv_layout ops.geometry, which the ABI makes callable
  * before init for exactly this purpose. */
 #ifndef SY_COMPOSE_H
@@ -45,6 +47,8 @@ typedef struct sy_compose_decisions {
     uint32_t pad_multiple;   /* > 0: fused add + RMSNorm + pad to this multiple (the MoE's input alignment) */
     uint32_t padded_hidden;  /* model.hidden rounded up to pad_multiple; model.hidden when not fused */
     const char *fuse_pad_why;
+    int fused_qkv;           /* 1: one linear for q, k and v, its rows' slices read by rope, KV write, attention */
+    const char *fused_qkv_why;
 } sy_compose_decisions;
 
 /* Composes; every problem goes to *diags at the key that caused it. Writes derived defaults back

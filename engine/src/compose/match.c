@@ -121,6 +121,10 @@ static int match_kv_layout(const sy_compose_need *n, const sy_plugin_desc *d, sy
     if (n->head_dim > c->max_head_dim)
         return refuse(why, key, "model.head_dim", "takes head dims of at most %u, not model.head_dim %u",
                       c->max_head_dim, n->head_dim);
+    /* Rule 6 (kv_layout half). */
+    if (n->fuse_qkv_on && !(c->features & SY_KV_FEAT_ANY_TOKEN_STRIDE))
+        return refuse(why, key, "linear.fuse_qkv",
+                      "declares no any_token_stride (K/V rows as slices of wider rows), needed by linear.fuse_qkv on");
     /* The plugin's own word on the geometry (pure, callable before init). */
     const sy_kv_layout_ops *ops = d->ops;
     sy_kv_geometry g = {0};
@@ -177,6 +181,9 @@ static int match_attention(const sy_compose_need *n, const sy_plugin_desc *d, sy
     if (n->num_splits > 1 && !(c->features & SY_ATTN_SPLIT_K))
         return refuse(why, key, "attention.num_splits", "declares no split_k, needed by attention.num_splits %u",
                       n->num_splits);
+    /* Rule 6 (attention half). */
+    if (n->fuse_qkv_on && !(c->features & SY_ATTN_ROW_STRIDE))
+        return refuse(why, key, "linear.fuse_qkv", "declares no row_stride, needed by linear.fuse_qkv on");
     /* Rule 5. */
     if (n->tp > c->max_tp)
         return refuse(why, key, "parallel.tp", "is correct up to max_tp %u, not parallel.tp %u", c->max_tp, n->tp);

@@ -21,6 +21,7 @@ typedef struct sy_compose_need {
     uint32_t gate_up_layout;  /* sy_moe_gate_up_layout */
     int fuse_kv_on;           /* rope.fuse_kv_write == on */
     int fuse_pad_on;          /* norm.fuse_pad == on */
+    int fuse_qkv_on;          /* linear.fuse_qkv == on */
     const sy_moe_caps *moe;   /* the chosen MoE's caps (norm's pad check needs its alignment), or NULL */
 } sy_compose_need;
 

@@ -49,28 +49,31 @@ typedef struct decode_shape {
     uint8_t sinks;
     int32_t splits;
     uint8_t quick;
+    uint8_t row_pad; /* q and out rows ROW_PAD wider than their heads (needs row_stride) */
 } decode_shape;
 
 static const decode_shape DECODE[] = {
-    {GPT_OSS, BF16, BF16, 16, &CTX1000, 0, 1, 0, 1},
-    {GPT_OSS, BF16, BF16, 64, &CTX1000, 128, 1, 3, 1},
-    {GPT_OSS, BF16, F32, 128, &CTX1000, 128, 0, 1, 0},
-    {GPT_OSS, FP8, BF16, 16, &CTX1000, 0, 1, 3, 0},
-    {GPT_OSS, FP8, F32, 64, &CTX1000, 128, 1, 0, 1},
-    {GPT_OSS, FP8, BF16, 128, &CTX1000, 128, 1, 7, 0},
-    {GPT_OSS, BF16, F32, 64, &CTX300, 0, 0, 1, 1},
-    {GPT_OSS, FP8, F32, 16, &CTX300, 128, 1, 1, 0},
-    {GPT_OSS, F32, F32, 16, &CTX300, 0, 1, 3, 0},
-    {GPT_OSS, BF16, BF16, 64, &CTX16385, 0, 1, 0, 0},
-    {GPT_OSS, FP8, BF16, 128, &CTX16385, 128, 1, 3, 0},
-    {ODD40, BF16, F32, 16, &CTX300, 37, 1, 3, 1},
-    {ODD40, FP8, BF16, 64, &CTX300, 0, 0, 1, 0},
-    {ODD40, F32, F32, 128, &CTX1000, 37, 1, 7, 0},
-    {ODD48, FP8, F32, 16, &CTX1000, 128, 1, 0, 1},
-    {ODD48, BF16, BF16, 128, &CTX300, 0, 1, 2, 0},
-    {ODD80, BF16, F32, 64, &CTX1000, 0, 1, 3, 0},
-    {ODD80, FP8, BF16, 16, &CTX300, 37, 0, 0, 0},
-    {MHA128, BF16, BF16, 16, &CTX1000, 128, 1, 3, 0},
+    {GPT_OSS, BF16, BF16, 16, &CTX1000, 0, 1, 0, 1, 0},
+    {GPT_OSS, BF16, BF16, 64, &CTX1000, 128, 1, 3, 1, 0},
+    {GPT_OSS, BF16, F32, 128, &CTX1000, 128, 0, 1, 0, 0},
+    {GPT_OSS, FP8, BF16, 16, &CTX1000, 0, 1, 3, 0, 0},
+    {GPT_OSS, FP8, F32, 64, &CTX1000, 128, 1, 0, 1, 0},
+    {GPT_OSS, FP8, BF16, 128, &CTX1000, 128, 1, 7, 0, 0},
+    {GPT_OSS, BF16, F32, 64, &CTX300, 0, 0, 1, 1, 0},
+    {GPT_OSS, FP8, F32, 16, &CTX300, 128, 1, 1, 0, 0},
+    {GPT_OSS, F32, F32, 16, &CTX300, 0, 1, 3, 0, 0},
+    {GPT_OSS, BF16, BF16, 64, &CTX16385, 0, 1, 0, 0, 0},
+    {GPT_OSS, FP8, BF16, 128, &CTX16385, 128, 1, 3, 0, 0},
+    {ODD40, BF16, F32, 16, &CTX300, 37, 1, 3, 1, 0},
+    {ODD40, FP8, BF16, 64, &CTX300, 0, 0, 1, 0, 0},
+    {ODD40, F32, F32, 128, &CTX1000, 37, 1, 7, 0, 0},
+    {ODD48, FP8, F32, 16, &CTX1000, 128, 1, 0, 1, 0},
+    {ODD48, BF16, BF16, 128, &CTX300, 0, 1, 2, 0, 0},
+    {ODD80, BF16, F32, 64, &CTX1000, 0, 1, 3, 0, 0},
+    {ODD80, FP8, BF16, 16, &CTX300, 37, 0, 0, 0, 0},
+    {MHA128, BF16, BF16, 16, &CTX1000, 128, 1, 3, 0, 0},
+    {GPT_OSS, BF16, F32, 16, &CTX300, 128, 1, 3, 1, 1},
+    {ODD40, FP8, BF16, 64, &CTX300, 0, 0, 1, 0, 1},
 };
 
 typedef struct prefill_shape {
@@ -80,20 +83,26 @@ typedef struct prefill_shape {
     int32_t lq[MAX_BATCH], prefix[MAX_BATCH];
     int32_t causal, window;
     uint8_t sinks, quick;
+    uint8_t row_pad; /* q, out, k and v rows ROW_PAD wider than their heads (needs row_stride) */
 } prefill_shape;
 
 static const prefill_shape PREFILL[] = {
-    {GPT_OSS, BF16, BF16, 3, {37, 1, 60}, {0, 0, 0}, 1, 0, 1, 1},
-    {GPT_OSS, BF16, F32, 3, {37, 1, 60}, {150, 0, 20}, 1, 128, 1, 1},
-    {GPT_OSS, FP8, BF16, 3, {37, 1, 100}, {150, 0, 20}, 1, 0, 1, 0},
-    {GPT_OSS, FP8, F32, 2, {64, 70}, {0, 200}, 1, 128, 0, 1},
-    {GPT_OSS, F32, F32, 2, {5, 33}, {7, 0}, 1, 0, 1, 0},
-    {ODD40, BF16, F32, 3, {5, 64, 3}, {0, 0, 0}, 0, 0, 1, 1},
-    {ODD40, BF16, BF16, 3, {5, 64, 3}, {11, 1, 40}, 0, 0, 0, 0},
-    {ODD48, FP8, F32, 2, {17, 2}, {50, 3}, 1, 7, 1, 1},
-    {GPT_OSS, BF16, BF16, 2, {600, 300}, {1000, 0}, 1, 128, 1, 0},
-    {ODD80, BF16, F32, 2, {100, 1}, {0, 500}, 1, 0, 1, 0},
+    {GPT_OSS, BF16, BF16, 3, {37, 1, 60}, {0, 0, 0}, 1, 0, 1, 1, 0},
+    {GPT_OSS, BF16, F32, 3, {37, 1, 60}, {150, 0, 20}, 1, 128, 1, 1, 0},
+    {GPT_OSS, FP8, BF16, 3, {37, 1, 100}, {150, 0, 20}, 1, 0, 1, 0, 0},
+    {GPT_OSS, FP8, F32, 2, {64, 70}, {0, 200}, 1, 128, 0, 1, 0},
+    {GPT_OSS, F32, F32, 2, {5, 33}, {7, 0}, 1, 0, 1, 0, 0},
+    {ODD40, BF16, F32, 3, {5, 64, 3}, {0, 0, 0}, 0, 0, 1, 1, 0},
+    {ODD40, BF16, BF16, 3, {5, 64, 3}, {11, 1, 40}, 0, 0, 0, 0, 0},
+    {ODD48, FP8, F32, 2, {17, 2}, {50, 3}, 1, 7, 1, 1, 0},
+    {GPT_OSS, BF16, BF16, 2, {600, 300}, {1000, 0}, 1, 128, 1, 0, 0},
+    {ODD80, BF16, F32, 2, {100, 1}, {0, 500}, 1, 0, 1, 0, 0},
+    {GPT_OSS, BF16, F32, 3, {37, 1, 60}, {150, 0, 20}, 1, 128, 1, 1, 1},
+    {ODD48, FP8, BF16, 2, {17, 2}, {50, 3}, 1, 7, 1, 0, 1},
 };
+
+/* Extra elements a row in row_pad cases: q, k and v as slices of one fused QKV projection's rows. */
+enum { ROW_PAD = 24 };
 
 static const float K_SCALE = 0.02f, V_SCALE = 0.03f; /* fp8: values / scale span most of e4m3's range */
 
@@ -130,14 +139,63 @@ static int reference_caps(sy_conf_case *c, sy_status st, const sy_error *err)
     return st == SY_OK;
 }
 
-/* The output against the reference's, by the attention tolerance of the call's narrowest dtype. */
-static void compare_out(sy_conf_case *c, const void *out_dev, const void *ref, int64_t rows, const heads *h,
+/* rows of `width` elements as rows of width + ROW_PAD, the gaps all-ones bytes (NaN in f32, bf16 and
+ * e4m3): a plugin that reads a gap puts NaN into its output. */
+static void *widen_rows(sy_conf_case *c, const void *packed, int64_t rows, size_t width, int32_t dtype)
+{
+    const size_t es = sy_dtype_size(dtype), row = (width + ROW_PAD) * es;
+    uint8_t *out = sy_conf_case_host(c, (size_t)rows * row);
+    memset(out, 0xFF, (size_t)rows * row);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(out + (size_t)r * row, (const uint8_t *)packed + (size_t)r * width * es, width * es);
+    return out;
+}
+
+/* The plugin's copy of a host tensor [rows, H, D], rows widened by ROW_PAD when `pad`. */
+static sy_tensor upload_rows(sy_conf_case *c, sy_tensor t, int pad)
+{
+    const size_t width = (size_t)(t.shape[1] * t.shape[2]), es = sy_dtype_size(t.dtype);
+    const int64_t rows = t.shape[0];
+    if (!pad) {
+        t.data = sy_conf_case_upload(c, t.data, (size_t)rows * width * es);
+        return t;
+    }
+    t.data = sy_conf_case_upload(c, widen_rows(c, t.data, rows, width, t.dtype), (size_t)rows * (width + ROW_PAD) * es);
+    t.stride[0] = (int64_t)(width + ROW_PAD);
+    return t;
+}
+
+/* A poisoned device output like t (whose data is the reference's host output), rows widened when `pad`. */
+static sy_tensor output_rows(sy_conf_case *c, sy_tensor t, int pad)
+{
+    const size_t width = (size_t)(t.shape[1] * t.shape[2]), es = sy_dtype_size(t.dtype);
+    t.data = sy_conf_case_dev(c, (size_t)t.shape[0] * (width + (pad ? ROW_PAD : 0)) * es);
+    if (pad)
+        t.stride[0] = (int64_t)(width + ROW_PAD);
+    return t;
+}
+
+/* The output against the reference's, by the attention tolerance of the call's narrowest dtype. Rows
+ * wider than their heads come back whole: the gaps must still hold the poison. */
+static void compare_out(sy_conf_case *c, const sy_tensor *out, const void *ref, int64_t rows, const heads *h,
                         int32_t q_dtype, int32_t kv_dtype)
 {
-    size_t n = (size_t)rows * h->hq * h->d, bytes = n * sy_dtype_size(q_dtype);
-    void *got = sy_conf_case_download(c, out_dev, bytes);
+    const size_t width = (size_t)h->hq * h->d, es = sy_dtype_size(q_dtype), n = (size_t)rows * width;
+    const size_t row = rows > 1 ? (size_t)out->stride[0] : width;
+    uint8_t *got = sy_conf_case_download(c, out->data, ((size_t)(rows - 1) * row + width) * es);
     if (!got)
         return;
+    if (row > width) {
+        for (int64_t r = 0; r + 1 < rows; r++)
+            for (size_t i = width * es; i < row * es; i++)
+                if (got[(size_t)r * row * es + i] != 0xFF) {
+                    sy_conf_case_fail(c, "out: the plugin wrote between rows (row %lld, byte %zu past its heads)",
+                                      (long long)r, i - width * es);
+                    return;
+                }
+        for (int64_t r = 1; r < rows; r++)
+            memmove(got + (size_t)r * width * es, got + (size_t)r * row * es, width * es);
+    }
     sy_conf_where w = sy_conf_shape(3, rows, h->hq, h->d, 0);
     int32_t narrowest = sy_conf_narrower(q_dtype, kv_dtype);
     sy_conf_check_close(c, "out", q_dtype, got, ref, n, sy_conf_tolerance(SY_CONF_OP_ATTENTION, narrowest), &w);
@@ -158,10 +216,10 @@ static void decode_name(char *buf, size_t len, const void *row, const void *user
     for (uint32_t b = 0; b < s->ctx->batch; b++)
         longest = s->ctx->len[b] > longest ? s->ctx->len[b] : longest;
     snprintf(window, sizeof window, s->window ? "window%d" : "nowindow", s->window);
-    snprintf(buf, len, "attention.decode_paged/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/%s/%s/splits%d",
+    snprintf(buf, len, "attention.decode_paged/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/%s/%s/splits%d%s",
              sy_conf_layout_tag(layout, tag, sizeof tag), sy_conf_dtype_tag(s->kv), sy_conf_dtype_tag(s->q),
              s->page_size, h->hq, h->hkv, h->d, s->ctx->batch, longest, window, s->sinks ? "sinks" : "nosinks",
-             s->splits);
+             s->splits, s->row_pad ? "/rowstride" : "");
 }
 
 /* Pages of each sequence scattered over the pool: block_tables [B, max_blocks], 0 where a page is
@@ -229,6 +287,8 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
     int64_t q_shape[3] = {B, h->hq, h->d}, bt_shape[2] = {B, max_blocks}, b_shape[1] = {B}, hq_shape[1] = {h->hq};
     static int32_t placeholder;
     a.q = sy_tensor_contiguous(&placeholder, s->q, 3, q_shape);
+    if (s->row_pad)
+        a.q.stride[0] += ROW_PAD;
     a.sinks = s->sinks ? sy_tensor_contiguous(&placeholder, SY_DTYPE_F32, 1, hq_shape) : a.sinks;
     a.window = s->window;
     a.num_splits = s->splits;
@@ -290,8 +350,8 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
 
     /* The plugin on its backend. */
     sy_attn_decode_args ta = ra;
-    ta.q.data = sy_conf_case_upload(c, qs.q, qs.q_bytes);
-    ta.out.data = sy_conf_case_dev(c, qs.q_bytes);
+    ta.q = upload_rows(c, ra.q, s->row_pad);
+    ta.out = output_rows(c, ra.out, s->row_pad);
     ta.k_cache = sy_conf_case_upload(c, pool.k, pool.k_bytes);
     ta.v_cache = sy_conf_case_upload(c, pool.v, pool.v_bytes);
     ta.block_tables.data = sy_conf_case_upload(c, bt, (size_t)B * max_blocks * sizeof(int32_t));
@@ -306,7 +366,7 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
     if (!sy_conf_case_op_end(c, "decode_paged", ops->decode_paged(c->target->p.ctx, c->target->p.side->stream, &ta, &err),
                              &err))
         return;
-    compare_out(c, ta.out.data, ref_out, B, h, s->q, s->kv);
+    compare_out(c, &ta.out, ref_out, B, h, s->q, s->kv);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -324,9 +384,9 @@ static void prefill_name(char *buf, size_t len, const void *row, const void *use
     }
     char window[24];
     snprintf(window, sizeof window, s->window ? "window%d" : "nowindow", s->window);
-    snprintf(buf, len, "attention.prefill_linear/%s/q%s/Hq%uHkv%uD%u/B%u/Lq%d/prefix%d/%s/%s/%s",
+    snprintf(buf, len, "attention.prefill_linear/%s/q%s/Hq%uHkv%uD%u/B%u/Lq%d/prefix%d/%s/%s/%s%s",
              sy_conf_dtype_tag(s->kv), sy_conf_dtype_tag(s->q), h->hq, h->hkv, h->d, s->batch, lq, prefix,
-             s->causal ? "causal" : "noncausal", window, s->sinks ? "sinks" : "nosinks");
+             s->causal ? "causal" : "noncausal", window, s->sinks ? "sinks" : "nosinks", s->row_pad ? "/rowstride" : "");
 }
 
 /* K or V [Tk, Hkv, D] from N(0, 1) in the kv dtype: f32 / bf16 rounded, fp8 as fp8(x / scale).
@@ -370,6 +430,8 @@ static void prefill_case(sy_conf_case *c, const void *row, const void *user)
     static int32_t placeholder;
     a.q = sy_tensor_contiguous(&placeholder, s->q, 3, q_shape);
     a.k = sy_tensor_contiguous(&placeholder, s->kv, 3, k_shape);
+    if (s->row_pad)
+        a.q.stride[0] += ROW_PAD, a.k.stride[0] += ROW_PAD;
     a.v = a.k;
     a.sinks = s->sinks ? sy_tensor_contiguous(&placeholder, SY_DTYPE_F32, 1, hq_shape) : a.sinks;
     a.window = s->window;
@@ -383,7 +445,6 @@ static void prefill_case(sy_conf_case *c, const void *row, const void *user)
 
     queries qs;
     make_queries(c, Tq, h, s->q, s->sinks, &qs);
-    size_t nk = (size_t)Tk * h->hkv * h->d, k_bytes = nk * sy_dtype_size(s->kv);
     const size_t width = (size_t)h->hkv * h->d;
     void *k = make_keys(c, Tk, width, s->kv, K_SCALE, 0);
     void *v = make_keys(c, Tk, width, s->kv, V_SCALE, s->window ? 31 : 0);
@@ -414,10 +475,10 @@ static void prefill_case(sy_conf_case *c, const void *row, const void *user)
         return;
 
     sy_attn_prefill_args ta = a;
-    ta.q.data = sy_conf_case_upload(c, qs.q, qs.q_bytes);
-    ta.k.data = sy_conf_case_upload(c, k, k_bytes);
-    ta.v.data = sy_conf_case_upload(c, v, k_bytes);
-    ta.out.data = sy_conf_case_dev(c, qs.q_bytes);
+    ta.q = upload_rows(c, a.q, s->row_pad);
+    ta.k = upload_rows(c, a.k, s->row_pad);
+    ta.v = upload_rows(c, a.v, s->row_pad);
+    ta.out = output_rows(c, a.out, s->row_pad);
     ta.cu_seqlens_q.data = sy_conf_case_upload(c, cq, sizeof cu_q);
     ta.cu_seqlens_k.data = sy_conf_case_upload(c, ck, sizeof cu_k);
     if (qs.sinks)
@@ -430,7 +491,7 @@ static void prefill_case(sy_conf_case *c, const void *row, const void *user)
     if (!sy_conf_case_op_end(c, "prefill_linear",
                              ops->prefill_linear(c->target->p.ctx, c->target->p.side->stream, &ta, &err), &err))
         return;
-    compare_out(c, ta.out.data, ref_out, Tq, h, s->q, s->kv);
+    compare_out(c, &ta.out, ref_out, Tq, h, s->q, s->kv);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -74,12 +74,6 @@ sy_status sy_eng_sync(sy_engine *e, sy_error *err)
     return SY_OK;
 }
 
-static sy_status upload(sy_engine *e, void **dst, const void *src, size_t bytes, sy_error *err)
-{
-    sy_status st = dalloc(e, bytes, dst, err);
-    return st != SY_OK ? st : sy_eng_copy(e, *dst, src, bytes, SY_MEMCPY_H2D, err);
-}
-
 /* Host API given to plugins: their scratch comes from the engine's backend and is accounted. */
 static sy_status host_workspace_alloc(void *host, size_t bytes, void **ptr, sy_error *err)
 {
@@ -291,47 +285,68 @@ static sy_status to_device(void *user, uint64_t offset, const void *data, size_t
     return st == SY_OK ? sy_eng_sync(d->e, err) : st;
 }
 
-/* A bf16 or byte checkpoint tensor on the device: synthetic weights are generated there when the
- * backend can (a large model then never passes through host memory); otherwise the tensor comes
- * from the weight source piece by piece. */
-static sy_status gen_device(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
+/* A checkpoint tensor into device memory at dst. bf16 and byte tensors keep their type: synthetic
+ * weights are generated there when the backend can (a large model then never passes through host
+ * memory); otherwise the tensor comes from the weight source piece by piece. The small tensors the
+ * plugins take in f32 (biases, norm weights, sinks) are widened on the host. */
+static sy_status place(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, int f32, void *dst, sy_error *err)
 {
     uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
-    size_t bytes = sy_weights_bytes(&e->d, layer, kind);
-    sy_status st = dalloc(e, bytes, dst, err);
-    if (st != SY_OK)
+    if (f32) {
+        uint16_t *bf = sy_xcalloc(n, sizeof *bf);
+        float *f = sy_xcalloc(n, sizeof *f);
+        sy_status st = sy_weights_read_host(w, layer, kind, bf, err);
+        for (uint64_t i = 0; i < n; i++)
+            f[i] = sy_bf16_to_f32(bf[i]);
+        if (st == SY_OK)
+            st = sy_eng_copy(e, dst, f, n * sizeof(float), SY_MEMCPY_H2D, err);
+        if (st == SY_OK)
+            st = sy_eng_sync(e, err);
+        free(bf);
+        free(f);
         return st;
+    }
     sy_synth_spec spec;
     if (sy_weights_synth_spec(w, layer, kind, &spec) && SY_HAS_MEMBER(e->be->struct_size, sy_backend_desc, synth_fill) &&
         e->be->synth_fill) {
         sy_error inner = {{0}};
-        if (e->be->synth_fill(e->bctx, e->stream, *dst, n, &spec, &inner) != SY_OK) {
+        if (e->be->synth_fill(e->bctx, e->stream, dst, n, &spec, &inner) != SY_OK) {
             char name[128];
             return sy_fail(err, SY_E_BACKEND, "%s: generating %s on the device failed: %s", e->be->name,
                            sy_ckpt_name(layer, kind, name, sizeof name), inner.msg);
         }
         return SY_OK;
     }
-    device_sink sink = {e, *dst};
+    device_sink sink = {e, dst};
     return sy_weights_stream(w, layer, kind, to_device, &sink, err);
 }
 
-/* Small tensors the plugins take in f32 (biases, norm weights, sinks): checkpoint bf16 values,
- * widened on the host. */
-static sy_status gen_f32(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, void **dst, sy_error *err)
+static size_t placed_bytes(const sy_engine *e, uint32_t layer, uint32_t kind, int f32)
 {
-    uint64_t n = sy_ckpt_numel(&e->d, layer, kind);
-    uint16_t *bf = sy_xcalloc(n, sizeof *bf);
-    float *f = sy_xcalloc(n, sizeof *f);
-    sy_status st = sy_weights_read_host(w, layer, kind, bf, err);
-    for (uint64_t i = 0; i < n; i++)
-        f[i] = sy_bf16_to_f32(bf[i]);
-    if (st == SY_OK)
-        st = upload(e, dst, f, n * sizeof(float), err);
-    if (st == SY_OK)
-        st = sy_eng_sync(e, err);
-    free(bf);
-    free(f);
+    return f32 ? (size_t)sy_ckpt_numel(&e->d, layer, kind) * sizeof(float) : sy_weights_bytes(&e->d, layer, kind);
+}
+
+/* A checkpoint tensor in a device allocation of its own (place). */
+static sy_status gen(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind, int f32, void **dst, sy_error *err)
+{
+    sy_status st = dalloc(e, placed_bytes(e, layer, kind, f32), dst, err);
+    return st == SY_OK ? place(e, w, layer, kind, f32, *dst, err) : st;
+}
+
+/* Tensors one after another in one allocation, as the rows of one matrix (or one vector): q, k and
+ * v weights for linear.fuse_qkv, and their biases. dst[i] gets where tensor i starts. */
+static sy_status gen_stacked(sy_engine *e, sy_weights *w, uint32_t layer, const uint32_t *kinds, size_t n, int f32,
+                             void **dst[], sy_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += placed_bytes(e, layer, kinds[i], f32);
+    void *base = NULL;
+    sy_status st = dalloc(e, total, &base, err);
+    for (size_t i = 0, at = 0; st == SY_OK && i < n; at += placed_bytes(e, layer, kinds[i], f32), i++) {
+        *dst[i] = (uint8_t *)base + at;
+        st = place(e, w, layer, kinds[i], f32, *dst[i], err);
+    }
     return st;
 }
 
@@ -346,28 +361,37 @@ static sy_status load_layer(sy_engine *e, sy_weights *wsrc, uint32_t l, sy_error
         int f32;
     } dense[] = {
         {&w->q_w, SY_T_Q_W, 0},           {&w->k_w, SY_T_K_W, 0},          {&w->v_w, SY_T_V_W, 0},
-        {&w->o_w, SY_T_O_W, 0},           {&w->router_w, SY_T_ROUTER_W, 0}, {&w->q_b, SY_T_Q_B, 1},
-        {&w->k_b, SY_T_K_B, 1},           {&w->v_b, SY_T_V_B, 1},          {&w->o_b, SY_T_O_B, 1},
+        {&w->q_b, SY_T_Q_B, 1},           {&w->k_b, SY_T_K_B, 1},          {&w->v_b, SY_T_V_B, 1},
+        {&w->o_w, SY_T_O_W, 0},           {&w->router_w, SY_T_ROUTER_W, 0}, {&w->o_b, SY_T_O_B, 1},
         {&w->router_b, SY_T_ROUTER_B, 1}, {&w->sinks, SY_T_SINKS, 1},      {&w->attn_norm, SY_T_ATTN_NORM, 1},
         {&w->mlp_norm, SY_T_MLP_NORM, 1},
     };
-    for (size_t i = 0; st == SY_OK && i < sizeof dense / sizeof dense[0]; i++)
-        st = dense[i].f32 ? gen_f32(e, wsrc, l, dense[i].kind, dense[i].dst, err)
-                          : gen_device(e, wsrc, l, dense[i].kind, dense[i].dst, err);
+    size_t first = 0;
+    if (e->plan.fuse_qkv) {
+        /* One [q + 2 kv, hidden] matrix and one bias vector: the forward's single q/k/v linear. */
+        static const uint32_t weights[] = {SY_T_Q_W, SY_T_K_W, SY_T_V_W}, biases[] = {SY_T_Q_B, SY_T_K_B, SY_T_V_B};
+        void **wdst[] = {&w->q_w, &w->k_w, &w->v_w}, **bdst[] = {&w->q_b, &w->k_b, &w->v_b};
+        st = gen_stacked(e, wsrc, l, weights, 3, 0, wdst, err);
+        if (st == SY_OK)
+            st = gen_stacked(e, wsrc, l, biases, 3, 1, bdst, err);
+        first = 6;
+    }
+    for (size_t i = first; st == SY_OK && i < sizeof dense / sizeof dense[0]; i++)
+        st = gen(e, wsrc, l, dense[i].kind, dense[i].f32, dense[i].dst, err);
     /* Experts go through the MoE plugin's prepare, exactly like a loaded checkpoint. */
     void *w13b = NULL, *w13s = NULL, *w13bias = NULL, *w2b = NULL, *w2s = NULL, *w2bias = NULL;
     if (st == SY_OK)
-        st = gen_device(e, wsrc, l, SY_T_W13_BLOCKS, &w13b, err);
+        st = gen(e, wsrc, l, SY_T_W13_BLOCKS, 0, &w13b, err);
     if (st == SY_OK)
-        st = gen_device(e, wsrc, l, SY_T_W13_SCALES, &w13s, err);
+        st = gen(e, wsrc, l, SY_T_W13_SCALES, 0, &w13s, err);
     if (st == SY_OK)
-        st = gen_f32(e, wsrc, l, SY_T_W13_BIAS, &w13bias, err);
+        st = gen(e, wsrc, l, SY_T_W13_BIAS, 1, &w13bias, err);
     if (st == SY_OK)
-        st = gen_device(e, wsrc, l, SY_T_W2_BLOCKS, &w2b, err);
+        st = gen(e, wsrc, l, SY_T_W2_BLOCKS, 0, &w2b, err);
     if (st == SY_OK)
-        st = gen_device(e, wsrc, l, SY_T_W2_SCALES, &w2s, err);
+        st = gen(e, wsrc, l, SY_T_W2_SCALES, 0, &w2s, err);
     if (st == SY_OK)
-        st = gen_f32(e, wsrc, l, SY_T_W2_BIAS, &w2bias, err);
+        st = gen(e, wsrc, l, SY_T_W2_BIAS, 1, &w2bias, err);
     uint64_t prepared = 0;
     if (st == SY_OK && (st = e->moe->prepared_bytes(&e->moe_shape, &prepared, err)) != SY_OK)
         st = sy_op_failed(e, SY_KIND_MOE, "prepared_bytes", st, err);
@@ -459,7 +483,7 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     uint32_t T = e->t_max, B = p->batch;
     uint32_t align = 256;
     uint32_t hpad = (d->hidden + align - 1) / align * align;
-    uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim, qkv_row = qd + 2 * kvd;
     size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype);
     e->index_cap = sy_index_block_entries(e, &e->tables_len);
     struct {
@@ -467,8 +491,7 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
         size_t bytes;
     } bufs[] = {
         {&e->residual, (size_t)T * d->hidden * f},  {&e->hidden, (size_t)T * d->hidden * f},
-        {&e->normed, (size_t)T * hpad * f},         {&e->q, (size_t)T * qd * f},
-        {&e->k, (size_t)T * kvd * f},               {&e->v, (size_t)T * kvd * f},
+        {&e->normed, (size_t)T * hpad * f},         {&e->q, (size_t)T * qkv_row * f},
         {&e->attn_out, (size_t)T * qd * f},         {&e->router_logits, (size_t)T * d->experts * f},
         {&e->topk_w, (size_t)T * d->top_k * f},     {&e->topk_ids, (size_t)T * d->top_k * i4},
         {&e->logits, (size_t)B * d->vocab * f},     {&e->d_next, (size_t)B * i4},
@@ -482,6 +505,12 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
         if (st != SY_OK)
             return st;
     }
+    /* q, k and v share each token's row (linear.fuse_qkv: one linear writes all three), or sit in
+     * three packed arrays of one allocation. */
+    e->q_row = p->fuse_qkv ? qkv_row : qd;
+    e->kv_row = p->fuse_qkv ? qkv_row : kvd;
+    e->k = (float *)e->q + (p->fuse_qkv ? qd : (size_t)T * qd);
+    e->v = (float *)e->k + (p->fuse_qkv ? kvd : (size_t)T * kvd);
     e->h_index = sy_xcalloc(e->index_cap, i4);
     e->h_rows = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_rows2 = sy_xcalloc((size_t)T * d->hidden, f);
@@ -545,8 +574,8 @@ static sy_status create(const sy_plan *plan, sy_weights *wsrc, sy_engine **out, 
     for (uint32_t l = 0; l < e->d.layers; l++)
         if ((st = load_layer(e, wsrc, l, err)) != SY_OK)
             return st;
-    if ((st = gen_f32(e, wsrc, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, &e->final_norm, err)) != SY_OK ||
-        (st = gen_device(e, wsrc, SY_GLOBAL_LAYER, SY_T_LM_HEAD, &e->lm_head, err)) != SY_OK ||
+    if ((st = gen(e, wsrc, SY_GLOBAL_LAYER, SY_T_FINAL_NORM, 1, &e->final_norm, err)) != SY_OK ||
+        (st = gen(e, wsrc, SY_GLOBAL_LAYER, SY_T_LM_HEAD, 0, &e->lm_head, err)) != SY_OK ||
         (st = sy_eng_sync(e, err)))
         return st;
     /* Embedding rows are looked up on the host and copied per step. */

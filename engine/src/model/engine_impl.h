@@ -6,6 +6,7 @@
 #include "model/engine.h"
 
 typedef struct layer_weights {
+    /* q_w, k_w, v_w (and their biases) are consecutive rows of one allocation with linear.fuse_qkv. */
     void *q_w, *k_w, *v_w, *o_w, *router_w;          /* bf16 [N, K] */
     void *q_b, *k_b, *v_b, *o_b, *router_b;          /* f32 [N] */
     void *sinks, *attn_norm, *mlp_norm;               /* f32 */
@@ -46,6 +47,9 @@ struct sy_engine {
 
     /* activations (device) */
     void *residual, *hidden, *normed, *q, *k, *v, *attn_out, *router_logits, *topk_w, *topk_ids, *logits;
+    /* Elements from one token's q (k and v) to the next: the packed head width, or with
+     * linear.fuse_qkv the width of the one linear's rows, of which q, k and v are slices. */
+    uint32_t q_row, kv_row;
     void *k_lin, *v_lin;
     /* Index arrays of one forward, packed into one host block and its device twin (index_block.c):
      * the page tables at a fixed place first, then the arrays of this forward. The pointers below

@@ -1,5 +1,6 @@
 /* One forward of the gpt-oss decoder through the composed plugins. Per layer, exactly:
- *   input add+rmsnorm -> q/k/v linears with bias -> rope (fused with the KV write when composed,
+ *   input add+rmsnorm -> q/k/v linears with bias (one linear over their stacked weights with
+ *   linear.fuse_qkv, q, k and v then slices of its rows) -> rope (fused with the KV write when composed,
  *   else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
  *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
  *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
@@ -31,6 +32,14 @@ static sy_rope_params rope_params(const sy_engine *e)
     return p;
 }
 
+/* Rows of q [T, Hq, D], or of k or v [T, H, D], with the engine's token stride (e->q_row, e->kv_row). */
+static sy_tensor head_rows(void *p, uint32_t T, uint32_t heads, uint32_t head_dim, uint32_t row)
+{
+    sy_tensor t = sy_t3(p, SY_DTYPE_F32, T, heads, head_dim);
+    t.stride[0] = row;
+    return t;
+}
+
 /* Sizes of one forward; its index arrays are in the index block (index_block.c). */
 typedef struct step_layout {
     uint32_t T, B;
@@ -44,8 +53,8 @@ static sy_kv_write_args kv_write_args(sy_engine *e, uint32_t l, uint32_t T)
     sy_kv_write_args a = {0};
     a.struct_size = sizeof a;
     a.geom = sliding ? e->geom_swa : e->geom_full;
-    a.k = sy_t3(e->k, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
-    a.v = sy_t3(e->v, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
+    a.k = head_rows(e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
+    a.v = head_rows(e->v, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
     a.slots = sy_t1(e->d_slots, SY_DTYPE_I32, T);
     a.slot_map = sliding ? sy_t1(e->d_slot_map, SY_DTYPE_I32, (int64_t)e->full_pages * e->plan.page_size) : sy_tnone();
     a.k_cache = e->layer[l].k_cache;
@@ -60,8 +69,8 @@ static sy_status rope_and_write(sy_engine *e, uint32_t l, uint32_t T, sy_error *
     sy_rope_args r = {0};
     r.struct_size = sizeof r;
     r.params = rope_params(e);
-    r.q = sy_t3(e->q, SY_DTYPE_F32, T, e->d.q_heads, e->d.head_dim);
-    r.k = sy_t3(e->k, SY_DTYPE_F32, T, e->d.kv_heads, e->d.head_dim);
+    r.q = head_rows(e->q, T, e->d.q_heads, e->d.head_dim, e->q_row);
+    r.k = head_rows(e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
     r.positions = sy_t1(e->d_positions, SY_DTYPE_I32, T);
     sy_kv_write_args w = kv_write_args(e, l, T);
     /* Every full (sliding) layer of a forward writes the same slots through the same map into a
@@ -97,7 +106,7 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
         sy_attn_decode_args a = {0};
         a.struct_size = sizeof a;
         a.geom = sliding ? e->geom_swa : e->geom_full;
-        a.q = sy_t3(e->q, SY_DTYPE_F32, B, Hq, D);
+        a.q = head_rows(e->q, B, Hq, D, e->q_row);
         a.out = sy_t3(e->attn_out, SY_DTYPE_F32, B, Hq, D);
         a.k_cache = e->layer[l].k_cache;
         a.v_cache = e->layer[l].v_cache;
@@ -124,7 +133,7 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
     }
     sy_attn_prefill_args a = {0};
     a.struct_size = sizeof a;
-    a.q = sy_t3(e->q, SY_DTYPE_F32, T, Hq, D);
+    a.q = head_rows(e->q, T, Hq, D, e->q_row);
     a.out = sy_t3(e->attn_out, SY_DTYPE_F32, T, Hq, D);
     a.cu_seqlens_q = sy_t1(e->d_cu_q, SY_DTYPE_I32, B + 1);
     a.sinks = sinks;
@@ -136,8 +145,8 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
     const int32_t *cu_k_host = e->h_cu_q;
     if (!s->has_prefix) {
         /* A first chunk attends to its own fresh K/V: nothing to read back from the pool. */
-        a.k = sy_t3(e->k, SY_DTYPE_F32, T, Hkv, D);
-        a.v = sy_t3(e->v, SY_DTYPE_F32, T, Hkv, D);
+        a.k = head_rows(e->k, T, Hkv, D, e->kv_row);
+        a.v = head_rows(e->v, T, Hkv, D, e->kv_row);
         a.cu_seqlens_k = a.cu_seqlens_q;
         a.k_scale = a.v_scale = 1.0f;
     } else {
@@ -258,10 +267,12 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
         if (st != SY_OK)
             return st;
         sy_tensor x = sy_t2(e->normed, SY_DTYPE_F32, T, H);
-        if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, err)) ||
-            (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, err)) ||
-            (st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, err)) || (st = rope_and_write(e, l, T, err)) ||
-            (st = attention(e, l, &s, decode, err)))
+        if (e->plan.fuse_qkv)
+            st = sy_eng_linear(e, x, w->q_w, w->q_b, qd + 2 * kvd, e->q, err);
+        else if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, err)) == SY_OK &&
+                 (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, err)) == SY_OK)
+            st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, err);
+        if (st || (st = rope_and_write(e, l, T, err)) || (st = attention(e, l, &s, decode, err)))
             return st;
         if ((st = sy_eng_linear(e, sy_t2(e->attn_out, SY_DTYPE_F32, T, qd), w->o_w, w->o_b, H, e->hidden, err)))
             return st;

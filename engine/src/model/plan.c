@@ -61,6 +61,7 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->v_scale = d->v_scale;
     p->fuse_rope_kv = d->fused_rope_kv;
     p->pad_multiple = d->pad_multiple;
+    p->fuse_qkv = d->fused_qkv;
     p->attn_num_splits = (int32_t)sy_config_int(cfg, "attention.num_splits");
     p->batch = u32(cfg, "workload.batch");
     p->input_len = u32(cfg, "workload.input_len");

@@ -73,6 +73,7 @@ void sy_caps_summary(const sy_plugin_desc *d, char *buf, size_t len)
         flag(&s, c->features, SY_ATTN_SINKS, "sinks");
         flag(&s, c->features, SY_ATTN_FP8_SCALES, "fp8_scales");
         flag(&s, c->features, SY_ATTN_SPLIT_K, "split_k");
+        flag(&s, c->features, SY_ATTN_ROW_STRIDE, "row_stride");
         break;
     }
     case SY_KIND_MOE: {
