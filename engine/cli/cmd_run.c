@@ -83,6 +83,7 @@ static void print_composition(const sy_composition *comp)
     else
         printf("  norm pad   off\n");
     printf("  q/k/v      %s\n", d->fused_qkv ? "one linear (fused)" : "three linears");
+    printf("  act dtype  %s between ops (residual stream and logits f32)\n", sy_dtype_name(d->act_dtype));
 }
 
 static void print_metrics(const sy_plan *p, const sy_run_metrics *m)
@@ -165,6 +166,8 @@ static void write_json(FILE *f, const sy_config *cfg, const sy_composition *comp
     sy_json_uint(&j, d->pad_multiple);
     sy_json_key(&j, "fused_qkv");
     sy_json_bool(&j, d->fused_qkv);
+    sy_json_key(&j, "activation_dtype");
+    sy_json_string(&j, sy_dtype_name(d->act_dtype));
     sy_json_end_object(&j);
     sy_json_key(&j, "metrics");
     sy_json_begin_object(&j);

@@ -42,11 +42,13 @@ static void print_composition(const sy_engine_info *info)
         const sy_engine_slot *s = &info->slots[i];
         printf("  %-10s %-22s %-8s %s\n", sy_kind_name(s->kind), s->plugin, s->version, s->file);
     }
-    /* fused_qkv was appended to sy_engine_info later: a member is read only when struct_size covers it. */
-    int fused_qkv = SY_HAS_MEMBER(info->struct_size, sy_engine_info, fused_qkv) && info->fused_qkv;
-    printf("  kv cache   %s %s, page %u; rope+kv %s; norm pad %u; q/k/v %s\n", sy_layout_name(info->kv_layout),
+    printf("  kv cache   %s %s, page %u; rope+kv %s; norm pad %u\n", sy_layout_name(info->kv_layout),
            sy_dtype_name(info->kv_dtype), info->page_size, info->fused_rope_kv_write ? "fused" : "separate",
-           info->norm_pad_multiple, fused_qkv ? "one linear" : "three linears");
+           info->norm_pad_multiple);
+    /* Members appended to sy_engine_info later are read only when its struct_size covers them. */
+    if (SY_HAS_MEMBER(info->struct_size, sy_engine_info, act_dtype))
+        printf("  q/k/v      %s; activations %s\n", info->fused_qkv ? "one linear" : "three linears",
+               sy_dtype_name(info->act_dtype));
 }
 
 static void print_metrics(const sy_engine_metrics *m)

@@ -109,7 +109,7 @@ START_TEST(run_prints_composition_and_every_metric)
     static const char *const parts[] = {
         "composition:", "backend    cpu", "kv_layout  kv_nhd", "attention  attn_paged", "rope       rope_yarn",
         "norm       norm_rmsnorm", "moe        moe_mxfp4_interleave", "linear     linear", "kv cache   nhd bf16, page",
-        "rope+kv", "norm pad   off", "TTFT", "(batch 2 x 64 prompt tokens)", "TPOT median", "TPOT p90",
+        "rope+kv", "norm pad   off", "q/k/v      one linear (fused)", "act dtype  f32", "TTFT", "(batch 2 x 64 prompt tokens)", "TPOT median", "TPOT p90",
         "prefill throughput", "decode throughput", "time by slot", "engine", "KV pool", "sliding-window pages peak",
         "peak resident memory", "token checksum", "report"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
@@ -139,21 +139,26 @@ END_TEST
 
 START_TEST(checksum_is_a_function_of_the_seeds)
 {
-    char a[17], b[17], c[17];
+    /* ... and of the activations' dtype: bf16 activations run (model.dtype) and round differently. */
+    char a[17], b[17], c[17], d[17];
     sy_process_result r;
     const char *const *runs[] = {(const char *const[]){"run", default_config, NULL},
                                  (const char *const[]){"run", default_config, "--quiet", NULL},
-                                 (const char *const[]){"run", default_config, "--set", "model.seed=1", NULL}};
-    char *sums[] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
+                                 (const char *const[]){"run", default_config, "--set", "model.seed=1", NULL},
+                                 (const char *const[]){"run", default_config, "--set", "model.dtype=bf16", NULL}};
+    char *sums[] = {a, b, c, d};
+    for (int i = 0; i < 4; i++) {
         sy_run_switchyard(runs[i], NULL, &r);
         ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
         hex_after(r.out, "token checksum", sums[i]);
         ck_assert(sums[i][0]);
+        if (i == 3)
+            ck_assert_msg(strstr(r.out, "act dtype  bf16"), "no bf16 activations in:\n%s", r.out);
         sy_process_result_free(&r);
     }
     ck_assert_str_eq(a, b);
     ck_assert_str_ne(a, c);
+    ck_assert_str_ne(a, d);
 }
 END_TEST
 

@@ -75,6 +75,8 @@ START_TEST(info_lists_the_composition)
     ck_assert_uint_eq(info->vocab, 512);
     ck_assert_uint_eq(info->max_prompt_tokens, 21);
     ck_assert_uint_eq(info->max_tokens, 28);
+    ck_assert_uint_eq(info->fused_qkv, 1); /* linear.fuse_qkv auto: the in-tree plugins declare what it needs */
+    ck_assert_int_eq(info->act_dtype, SY_DTYPE_F32);
     static const int32_t kinds[] = {SY_KIND_KV_LAYOUT, SY_KIND_ATTENTION, SY_KIND_ROPE,
                                     SY_KIND_NORM,      SY_KIND_MOE,       SY_KIND_LINEAR};
     static const char *const plugins[] = {"kv_vectorized_5d", "attn_paged", "rope_yarn",

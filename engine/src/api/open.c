@@ -73,6 +73,7 @@ static void fill_info(sy_engine_handle *h)
         .max_prompt_tokens = h->limits.max_prompt,
         .max_tokens = h->limits.max_tokens,
         .fused_qkv = d->fused_qkv ? 1u : 0u,
+        .act_dtype = d->act_dtype,
     };
     h->chunk_ids = sy_xcalloc((size_t)h->limits.batch * (h->limits.chunk ? h->limits.chunk : 1), sizeof *h->chunk_ids);
 }

@@ -237,6 +237,12 @@ static int match_norm(const sy_compose_need *n, const sy_plugin_desc *d, sy_str 
                       (c->features & SY_NORM_RMSNORM) ? "fused_add" : "rmsnorm");
     if (!has_dtype(c->dtypes, n->act_dtype))
         return dtype_refused(why, key, "model.dtype", "normalizes", c->dtypes, n->act_dtype);
+    /* The residual stream (and the embeddings layer 0 normalizes) stays f32 under any model.dtype. */
+    if (!has_dtype(c->dtypes, SY_DTYPE_F32)) {
+        sy_str_appendf(why, "normalizes ");
+        dtype_list(why, c->dtypes);
+        return refuse(why, key, "model.dtype", " only, and the residual stream is f32 under any model.dtype");
+    }
     /* Rule 4 (norm half). */
     if (n->fuse_pad_on && !(c->features & SY_NORM_PAD_TO_MULTIPLE))
         return refuse(why, key, "norm.fuse_pad", "declares no pad_to_multiple, needed by norm.fuse_pad on");
@@ -301,6 +307,12 @@ static int match_linear(const sy_compose_need *n, const sy_plugin_desc *d, sy_st
     }
     if (!has_dtype(c->act_dtypes, n->act_dtype))
         return dtype_refused(why, key, "model.dtype", "takes activations of", c->act_dtypes, n->act_dtype);
+    /* The router's and the output's logits are f32 under any model.dtype. */
+    if (!has_dtype(c->act_dtypes, SY_DTYPE_F32)) {
+        sy_str_appendf(why, "takes activations of ");
+        dtype_list(why, c->act_dtypes);
+        return refuse(why, key, "model.dtype", " only, and the logits it writes are f32 under any model.dtype");
+    }
     if (!c->has_bias)
         return refuse(why, key, "linear.plugin", "ignores biases, which gpt-oss projections have");
     return 1;

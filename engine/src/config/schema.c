@@ -73,7 +73,8 @@ static const sy_cfg_key keys[] = {
     {.name = "model.seed", .type = SY_CFG_INT, .min = 0, .max = INT_MAX_EXACT, .def = "0",
      .doc = "seed of the synthetic weights"},
     {.name = "model.dtype", .type = SY_CFG_ENUM, .choices = act_dtypes, .def = "f32",
-     .doc = "activation dtype between ops (the engine runs f32 activations; weights and KV keep their own dtypes)"},
+     .doc = "activation dtype between ops: normed rows, q, k, v, attention and MoE outputs (the residual stream, "
+            "router logits and output logits stay f32; weights and KV keep their own dtypes)"},
     PRESET_INT("model.layers", layers, 1, 1024, "decoder layers"),
     PRESET_INT("model.hidden", hidden, 1, 65536, "hidden size (unpadded)"),
     PRESET_INT("model.q_heads", q_heads, 1, 1024, "query heads"),

@@ -18,13 +18,22 @@ typedef struct norm_shape {
     uint8_t fused, in_place;
     int32_t dtype, weight_dtype;
     uint8_t quick;
+    int32_t residual_dtype; /* of residual and residual_out; 0: x's (the engine's bf16 activations keep an f32 one) */
 } norm_shape;
 
 static const norm_shape SHAPES[] = {
-    {7, 2880, 256, 1, 1, F32, F32, 1},   {7, 2880, 0, 0, 0, F32, F32, 1},    {5, 2880, 256, 1, 0, BF16, BF16, 1},
-    {3, 1000, 256, 1, 0, F32, BF16, 0},  {9, 77, 64, 0, 0, BF16, BF16, 1},   {1, 5, 0, 1, 1, BF16, F32, 0},
-    {33, 4095, 128, 1, 1, F32, F32, 0},  {4, 256, 256, 1, 0, F32, F32, 0},   {2, 2880, 3072, 0, 0, F32, F32, 0},
+    {7, 2880, 256, 1, 1, F32, F32, 1, 0},    {7, 2880, 0, 0, 0, F32, F32, 1, 0},
+    {5, 2880, 256, 1, 0, BF16, BF16, 1, 0},  {3, 1000, 256, 1, 0, F32, BF16, 0, 0},
+    {9, 77, 64, 0, 0, BF16, BF16, 1, 0},     {1, 5, 0, 1, 1, BF16, F32, 0, 0},
+    {33, 4095, 128, 1, 1, F32, F32, 0, 0},   {4, 256, 256, 1, 0, F32, F32, 0, 0},
+    {2, 2880, 3072, 0, 0, F32, F32, 0, 0},   {6, 2880, 256, 1, 1, BF16, F32, 1, F32},
+    {3, 77, 0, 1, 0, BF16, BF16, 0, F32},
 };
+
+static int32_t residual_dtype(const norm_shape *s)
+{
+    return s->residual_dtype ? s->residual_dtype : s->dtype;
+}
 
 static const float EPS = 1e-5f; /* gpt-oss */
 
@@ -32,9 +41,10 @@ static void shape_name(char *buf, size_t len, const void *row, const void *user)
 {
     const norm_shape *s = row;
     (void)user;
-    snprintf(buf, len, "norm.rmsnorm/%s/w%s/M%u/N%u/pad%u/%s%s", sy_conf_dtype_tag(s->dtype),
+    snprintf(buf, len, "norm.rmsnorm/%s/w%s/M%u/N%u/pad%u/%s%s%s%s", sy_conf_dtype_tag(s->dtype),
              sy_conf_dtype_tag(s->weight_dtype), s->rows, s->cols, s->pad, s->fused ? "fused_add" : "plain",
-             s->in_place ? "/in_place" : "");
+             s->in_place ? "/in_place" : "", s->residual_dtype ? "/residual_" : "",
+             s->residual_dtype ? sy_conf_dtype_tag(s->residual_dtype) : "");
 }
 
 static int caps_cover(sy_conf_case *c, const norm_shape *s)
@@ -56,11 +66,11 @@ static int caps_cover(sy_conf_case *c, const norm_shape *s)
         sy_conf_case_unsupported(c, "caps allow pad multiples up to %u, not %u", caps->max_pad_multiple, s->pad);
         return 0;
     }
-    int32_t dts[2] = {s->dtype, s->weight_dtype};
-    for (int i = 0; i < 2; i++)
+    int32_t dts[3] = {s->dtype, s->weight_dtype, residual_dtype(s)};
+    static const char *const what[3] = {"x / out dtype", "weight dtype", "residual dtype"};
+    for (int i = 0; i < 3; i++)
         if (!(caps->dtypes & SY_DTYPE_BIT(dts[i]))) {
-            sy_conf_case_unsupported(c, "caps do not declare %s %s", i ? "weight dtype" : "x / out dtype",
-                                     sy_dtype_name(dts[i]));
+            sy_conf_case_unsupported(c, "caps do not declare %s %s", what[i], sy_dtype_name(dts[i]));
             return 0;
         }
     return 1;
@@ -88,8 +98,8 @@ static sy_norm_args norm_args(const norm_shape *s, const norm_buffers *b, int64_
     a.weight = sy_tensor_contiguous(b->weight, s->weight_dtype, 1, &n);
     a.out = matrix(b->out, s->dtype, s->rows, nout);
     if (s->fused) {
-        a.residual = matrix(b->residual, s->dtype, s->rows, s->cols);
-        a.residual_out = matrix(b->residual_out, s->dtype, s->rows, s->cols);
+        a.residual = matrix(b->residual, residual_dtype(s), s->rows, s->cols);
+        a.residual_out = matrix(b->residual_out, residual_dtype(s), s->rows, s->cols);
     }
     a.eps = EPS;
     return a;
@@ -105,7 +115,7 @@ static void norm_case(sy_conf_case *c, const void *row, const void *user)
     if (!ref)
         return;
     const int64_t M = s->rows, N = s->cols, p = s->pad > 1 ? s->pad : 1, nout = (N + p - 1) / p * p;
-    const size_t es = sy_dtype_size(s->dtype), mat = (size_t)(M * N);
+    const size_t es = sy_dtype_size(s->dtype), rs = sy_dtype_size(residual_dtype(s)), mat = (size_t)(M * N);
     float *x = sy_conf_case_host(c, mat * sizeof(float)), *res = sy_conf_case_host(c, mat * sizeof(float));
     float *w = sy_conf_case_host(c, (size_t)N * sizeof(float));
     sy_conf_fill_normal(&c->rng, x, mat, 1.0);
@@ -121,15 +131,15 @@ static void norm_case(sy_conf_case *c, const void *row, const void *user)
 
     norm_buffers h;
     h.x = sy_conf_case_host(c, mat * es);
-    h.residual = sy_conf_case_host(c, mat * es);
+    h.residual = sy_conf_case_host(c, mat * rs);
     h.weight = sy_conf_case_host(c, (size_t)N * sy_dtype_size(s->weight_dtype));
     h.out = sy_conf_case_host(c, (size_t)(M * nout) * es);
     sy_conf_store(s->dtype, h.x, x, mat);
-    sy_conf_store(s->dtype, h.residual, res, mat);
+    sy_conf_store(residual_dtype(s), h.residual, res, mat);
     sy_conf_store(s->weight_dtype, h.weight, w, (size_t)N);
-    void *residual_in = sy_conf_case_host(c, mat * es); /* kept: in place overwrites h.residual */
-    memcpy(residual_in, h.residual, mat * es);
-    h.residual_out = s->in_place ? h.residual : sy_conf_case_host(c, mat * es);
+    void *residual_in = sy_conf_case_host(c, mat * rs); /* kept: in place overwrites h.residual */
+    memcpy(residual_in, h.residual, mat * rs);
+    h.residual_out = s->in_place ? h.residual : sy_conf_case_host(c, mat * rs);
 
     sy_error err = {{0}};
     sy_norm_args ra = norm_args(s, &h, nout);
@@ -139,10 +149,10 @@ static void norm_case(sy_conf_case *c, const void *row, const void *user)
 
     norm_buffers d;
     d.x = sy_conf_case_upload(c, h.x, mat * es);
-    d.residual = sy_conf_case_upload(c, residual_in, mat * es);
+    d.residual = sy_conf_case_upload(c, residual_in, mat * rs);
     d.weight = sy_conf_case_upload(c, h.weight, (size_t)N * sy_dtype_size(s->weight_dtype));
     d.out = sy_conf_case_dev(c, (size_t)(M * nout) * es);
-    d.residual_out = s->in_place ? d.residual : sy_conf_case_dev(c, mat * es);
+    d.residual_out = s->in_place ? d.residual : sy_conf_case_dev(c, mat * rs);
     if (!sy_conf_case_op_begin(c))
         return;
     sy_norm_args ta = norm_args(s, &d, nout);
@@ -150,7 +160,7 @@ static void norm_case(sy_conf_case *c, const void *row, const void *user)
     if (!sy_conf_case_op_end(c, "rmsnorm", ops->rmsnorm(c->target->p.ctx, c->target->p.side->stream, &ta, &err), &err))
         return;
     void *out = sy_conf_case_download(c, d.out, (size_t)(M * nout) * es);
-    void *res_out = s->fused ? sy_conf_case_download(c, d.residual_out, mat * es) : NULL;
+    void *res_out = s->fused ? sy_conf_case_download(c, d.residual_out, mat * rs) : NULL;
     if (!sy_conf_case_ok(c))
         return;
     /* The unpadded columns, packed for the comparison. */
@@ -165,7 +175,7 @@ static void norm_case(sy_conf_case *c, const void *row, const void *user)
     if (nout > N)
         sy_conf_check_zero(c, "pad columns", s->dtype, out, M, nout, N, nout);
     if (s->fused)
-        sy_conf_check_bits(c, "residual_out", res_out, h.residual_out, mat, es, &where);
+        sy_conf_check_bits(c, "residual_out", res_out, h.residual_out, mat, rs, &where);
 }
 
 void sy_conf_cases_norm(sy_conf_run *run, const sy_conf_target *t)

@@ -188,31 +188,32 @@ sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st,
 }
 
 
-sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err)
+sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
+                        sy_error *err)
 {
     sy_linear_args a = {0};
     a.struct_size = sizeof a;
     a.x = x;
     a.w = sy_t2(w, SY_DTYPE_BF16, n, x.shape[1]);
     a.b = b ? sy_t1(b, SY_DTYPE_F32, n) : sy_tnone();
-    a.y = sy_t2(y, SY_DTYPE_F32, x.shape[0], n);
+    a.y = sy_t2(y, y_dtype, x.shape[0], n);
     CALL(e, SY_KIND_LINEAR, "linear", e->lin->linear(e->ctx[SY_KIND_LINEAR], e->stream, &a, err));
     return SY_OK;
 }
 
-/* out = rmsnorm(x (+ residual)) * w, padded to `pad` columns; residual updated in place. */
-sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err)
+sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, int32_t x_dtype, void *residual, void *w, uint32_t pad,
+                         sy_error *err)
 {
     uint32_t H = e->d.hidden;
     uint32_t nout = pad > 1 ? (H + pad - 1) / pad * pad : H;
     sy_norm_args a = {0};
     a.struct_size = sizeof a;
     a.pad_to_multiple = pad > 1 ? pad : 0;
-    a.x = sy_t2(x, SY_DTYPE_F32, T, H);
+    a.x = sy_t2(x, x_dtype, T, H);
     a.residual = residual ? sy_t2(residual, SY_DTYPE_F32, T, H) : sy_tnone();
     a.residual_out = residual ? sy_t2(residual, SY_DTYPE_F32, T, H) : sy_tnone();
     a.weight = sy_t1(w, SY_DTYPE_F32, H);
-    a.out = sy_t2(e->normed, SY_DTYPE_F32, T, nout);
+    a.out = sy_t2(e->normed, e->act, T, nout);
     a.eps = e->d.rms_eps;
     CALL(e, SY_KIND_NORM, "rmsnorm", e->norm->rmsnorm(e->ctx[SY_KIND_NORM], e->stream, &a, err));
     return SY_OK;
@@ -484,15 +485,15 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     uint32_t align = 256;
     uint32_t hpad = (d->hidden + align - 1) / align * align;
     uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim, qkv_row = qd + 2 * kvd;
-    size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype);
+    size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype), a = e->act_size;
     e->index_cap = sy_index_block_entries(e, &e->tables_len);
     struct {
         void **ptr;
         size_t bytes;
     } bufs[] = {
-        {&e->residual, (size_t)T * d->hidden * f},  {&e->hidden, (size_t)T * d->hidden * f},
-        {&e->normed, (size_t)T * hpad * f},         {&e->q, (size_t)T * qkv_row * f},
-        {&e->attn_out, (size_t)T * qd * f},         {&e->router_logits, (size_t)T * d->experts * f},
+        {&e->residual, (size_t)T * d->hidden * f},  {&e->hidden, (size_t)T * d->hidden * a},
+        {&e->normed, (size_t)T * hpad * a},         {&e->q, (size_t)T * qkv_row * a},
+        {&e->attn_out, (size_t)T * qd * a},         {&e->router_logits, (size_t)T * d->experts * f},
         {&e->topk_w, (size_t)T * d->top_k * f},     {&e->topk_ids, (size_t)T * d->top_k * i4},
         {&e->logits, (size_t)B * d->vocab * f},     {&e->d_next, (size_t)B * i4},
         {&e->k_lin, (size_t)e->max_kv_rows * kvd * es},
@@ -509,8 +510,8 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
      * three packed arrays of one allocation. */
     e->q_row = p->fuse_qkv ? qkv_row : qd;
     e->kv_row = p->fuse_qkv ? qkv_row : kvd;
-    e->k = (float *)e->q + (p->fuse_qkv ? qd : (size_t)T * qd);
-    e->v = (float *)e->k + (p->fuse_qkv ? kvd : (size_t)T * kvd);
+    e->k = (char *)e->q + (p->fuse_qkv ? qd : (size_t)T * qd) * a;
+    e->v = (char *)e->k + (p->fuse_qkv ? kvd : (size_t)T * kvd) * a;
     e->h_index = sy_xcalloc(e->index_cap, i4);
     e->h_rows = sy_xcalloc((size_t)T * d->hidden, f);
     e->h_rows2 = sy_xcalloc((size_t)T * d->hidden, f);
@@ -547,6 +548,8 @@ static sy_status create(const sy_plan *plan, sy_weights *wsrc, sy_engine **out, 
     if (e->d.attn_scale == 0)
         e->d.attn_scale = 1.0f / sqrtf((float)e->d.head_dim);
     e->be = plan->backend->backend;
+    e->act = plan->act_dtype ? plan->act_dtype : SY_DTYPE_F32;
+    e->act_size = sy_dtype_size(e->act);
     sy_error inner = {{0}};
     if (e->be->init(plan->device, &e->bctx, &inner) != SY_OK) {
         const char *name = e->be->name;

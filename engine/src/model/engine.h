@@ -29,6 +29,7 @@ typedef struct sy_plan {
     int fuse_rope_kv;         /* 1: rope.rope_kv_write; 0: rope then kv_layout.write */
     uint32_t pad_multiple;    /* > 1: post-attention norm padded to this multiple for the MoE */
     int fuse_qkv;             /* 1: one linear for q, k and v over concatenated weights (forward.c) */
+    int32_t act_dtype;        /* activations between ops (model.dtype): f32 or bf16; 0 = f32 */
     int32_t attn_num_splits;  /* 0: the plugin chooses */
     uint32_t pool_tokens;     /* full-attention pool capacity; 0 = exactly what the workload needs */
     uint32_t swa_pool_tokens; /* sliding-window pool capacity; 0 = the window plus one chunk per sequence */

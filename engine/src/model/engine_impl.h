@@ -46,7 +46,11 @@ struct sy_engine {
     void *final_norm, *lm_head;
 
     /* activations (device) */
+    /* The residual stream, the router's logits and the output logits are f32; hidden, normed, q, k,
+     * v and attn_out are activations of dtype `act` (model.dtype), act_size bytes each. */
     void *residual, *hidden, *normed, *q, *k, *v, *attn_out, *router_logits, *topk_w, *topk_ids, *logits;
+    int32_t act;
+    size_t act_size;
     /* Elements from one token's q (k and v) to the next: the packed head width, or with
      * linear.fuse_qkv the width of the one linear's rows, of which q, k and v are slices. */
     uint32_t q_row, kv_row;
@@ -121,8 +125,12 @@ void sy_op_end(sy_engine *e, int32_t kind);
 void sy_op_times_collect(sy_engine *e);
 /* Prefixes err with the plugin that failed (kind, name, file) and the op. */
 sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err);
-sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, sy_error *err);
-sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, void *residual, void *w, uint32_t pad, sy_error *err);
+/* y [x rows, n] of y_dtype = x W^T + b, W bf16 [n, x cols], b f32 [n] or NULL. */
+sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
+                        sy_error *err);
+/* e->normed = rmsnorm(x (+ residual)) * w, padded to `pad` columns; residual (f32) updated in place. */
+sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, int32_t x_dtype, void *residual, void *w, uint32_t pad,
+                         sy_error *err);
 
 /* Empties every sequence and returns its pages to the pools. */
 sy_status sy_engine_reset_cache(sy_engine *e, sy_error *err);

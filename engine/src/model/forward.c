@@ -33,9 +33,9 @@ static sy_rope_params rope_params(const sy_engine *e)
 }
 
 /* Rows of q [T, Hq, D], or of k or v [T, H, D], with the engine's token stride (e->q_row, e->kv_row). */
-static sy_tensor head_rows(void *p, uint32_t T, uint32_t heads, uint32_t head_dim, uint32_t row)
+static sy_tensor head_rows(const sy_engine *e, void *p, uint32_t T, uint32_t heads, uint32_t head_dim, uint32_t row)
 {
-    sy_tensor t = sy_t3(p, SY_DTYPE_F32, T, heads, head_dim);
+    sy_tensor t = sy_t3(p, e->act, T, heads, head_dim);
     t.stride[0] = row;
     return t;
 }
@@ -53,8 +53,8 @@ static sy_kv_write_args kv_write_args(sy_engine *e, uint32_t l, uint32_t T)
     sy_kv_write_args a = {0};
     a.struct_size = sizeof a;
     a.geom = sliding ? e->geom_swa : e->geom_full;
-    a.k = head_rows(e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
-    a.v = head_rows(e->v, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
+    a.k = head_rows(e, e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
+    a.v = head_rows(e, e->v, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
     a.slots = sy_t1(e->d_slots, SY_DTYPE_I32, T);
     a.slot_map = sliding ? sy_t1(e->d_slot_map, SY_DTYPE_I32, (int64_t)e->full_pages * e->plan.page_size) : sy_tnone();
     a.k_cache = e->layer[l].k_cache;
@@ -69,8 +69,8 @@ static sy_status rope_and_write(sy_engine *e, uint32_t l, uint32_t T, sy_error *
     sy_rope_args r = {0};
     r.struct_size = sizeof r;
     r.params = rope_params(e);
-    r.q = head_rows(e->q, T, e->d.q_heads, e->d.head_dim, e->q_row);
-    r.k = head_rows(e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
+    r.q = head_rows(e, e->q, T, e->d.q_heads, e->d.head_dim, e->q_row);
+    r.k = head_rows(e, e->k, T, e->d.kv_heads, e->d.head_dim, e->kv_row);
     r.positions = sy_t1(e->d_positions, SY_DTYPE_I32, T);
     sy_kv_write_args w = kv_write_args(e, l, T);
     /* Every full (sliding) layer of a forward writes the same slots through the same map into a
@@ -106,8 +106,8 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
         sy_attn_decode_args a = {0};
         a.struct_size = sizeof a;
         a.geom = sliding ? e->geom_swa : e->geom_full;
-        a.q = head_rows(e->q, B, Hq, D, e->q_row);
-        a.out = sy_t3(e->attn_out, SY_DTYPE_F32, B, Hq, D);
+        a.q = head_rows(e, e->q, B, Hq, D, e->q_row);
+        a.out = sy_t3(e->attn_out, e->act, B, Hq, D);
         a.k_cache = e->layer[l].k_cache;
         a.v_cache = e->layer[l].v_cache;
         a.block_tables = sy_t2(sliding ? e->d_bt_swa : e->d_bt_full, SY_DTYPE_I32, B, e->cache.max_pages_per_seq);
@@ -133,8 +133,8 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
     }
     sy_attn_prefill_args a = {0};
     a.struct_size = sizeof a;
-    a.q = head_rows(e->q, T, Hq, D, e->q_row);
-    a.out = sy_t3(e->attn_out, SY_DTYPE_F32, T, Hq, D);
+    a.q = head_rows(e, e->q, T, Hq, D, e->q_row);
+    a.out = sy_t3(e->attn_out, e->act, T, Hq, D);
     a.cu_seqlens_q = sy_t1(e->d_cu_q, SY_DTYPE_I32, B + 1);
     a.sinks = sinks;
     a.scale = d->attn_scale;
@@ -145,8 +145,8 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
     const int32_t *cu_k_host = e->h_cu_q;
     if (!s->has_prefix) {
         /* A first chunk attends to its own fresh K/V: nothing to read back from the pool. */
-        a.k = head_rows(e->k, T, Hkv, D, e->kv_row);
-        a.v = head_rows(e->v, T, Hkv, D, e->kv_row);
+        a.k = head_rows(e, e->k, T, Hkv, D, e->kv_row);
+        a.v = head_rows(e, e->v, T, Hkv, D, e->kv_row);
         a.cu_seqlens_k = a.cu_seqlens_q;
         a.k_scale = a.v_scale = 1.0f;
     } else {
@@ -182,9 +182,9 @@ static sy_status moe_block(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
     const sy_model_dims *d = &e->d;
     sy_status st;
     /* The router reads the unpadded slice of the (possibly padded) normed rows. */
-    sy_tensor x_unpadded = sy_t2_strided(e->normed, SY_DTYPE_F32, T, d->hidden, e->hp);
+    sy_tensor x_unpadded = sy_t2_strided(e->normed, e->act, T, d->hidden, e->hp);
     if ((st = sy_eng_linear(e, x_unpadded, e->layer[l].router_w, e->layer[l].router_b, d->experts, e->router_logits,
-                            err)) != SY_OK)
+                            SY_DTYPE_F32, err)) != SY_OK)
         return st;
     sy_moe_route_args r = {0};
     r.struct_size = sizeof r;
@@ -197,24 +197,26 @@ static sy_status moe_block(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
     a.struct_size = sizeof a;
     a.shape = e->moe_shape;
     a.prepared = e->layer[l].moe;
-    a.x = sy_t2(e->normed, SY_DTYPE_F32, T, e->hp);
+    a.x = sy_t2(e->normed, e->act, T, e->hp);
     a.topk_ids = r.topk_ids;
     a.topk_weights = r.topk_weights;
-    a.out = sy_t2(e->hidden, SY_DTYPE_F32, T, d->hidden);
+    a.out = sy_t2(e->hidden, e->act, T, d->hidden);
     CALL(e, SY_KIND_MOE, "forward", e->moe->forward(e->ctx[SY_KIND_MOE], e->stream, &a, err));
     return SY_OK;
 }
 
-/* Host copy of a layer's output (residual stream after the layer: residual + hidden). */
+/* Host copy of a layer's output (residual stream after the layer: residual + hidden, in f32). */
 static sy_status emit_checkpoint(sy_engine *e, uint32_t l, uint32_t T, sy_error *err)
 {
-    size_t bytes = (size_t)T * e->d.hidden * sizeof(float);
+    size_t n = (size_t)T * e->d.hidden;
     sy_status st;
-    if ((st = sy_eng_copy(e, e->h_rows, e->residual, bytes, SY_MEMCPY_D2H, err)) ||
-        (st = sy_eng_copy(e, e->h_rows2, e->hidden, bytes, SY_MEMCPY_D2H, err)) || (st = sy_eng_sync(e, err)))
+    /* h_rows2 holds n floats, room for the hidden rows in any activation dtype. */
+    if ((st = sy_eng_copy(e, e->h_rows, e->residual, n * sizeof(float), SY_MEMCPY_D2H, err)) ||
+        (st = sy_eng_copy(e, e->h_rows2, e->hidden, n * e->act_size, SY_MEMCPY_D2H, err)) || (st = sy_eng_sync(e, err)))
         return st;
-    for (size_t i = 0; i < (size_t)T * e->d.hidden; i++)
-        e->h_rows[i] += e->h_rows2[i];
+    const uint16_t *hidden_bf16 = (const uint16_t *)e->h_rows2;
+    for (size_t i = 0; i < n; i++)
+        e->h_rows[i] += e->act == SY_DTYPE_BF16 ? sy_bf16_to_f32(hidden_bf16[i]) : e->h_rows2[i];
     e->checkpoint(e->checkpoint_user, e->step_index, l, e->h_rows, T, e->d.hidden);
     return SY_OK;
 }
@@ -263,26 +265,27 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
     for (uint32_t l = 0; l < d->layers; l++) {
         layer_weights *w = &e->layer[l];
         /* Layer 0 normalizes the embeddings; later layers add the previous MoE output first. */
-        st = sy_eng_rmsnorm(e, T, l == 0 ? e->residual : e->hidden, l == 0 ? NULL : e->residual, w->attn_norm, 0, err);
+        st = sy_eng_rmsnorm(e, T, l == 0 ? e->residual : e->hidden, l == 0 ? SY_DTYPE_F32 : e->act,
+                            l == 0 ? NULL : e->residual, w->attn_norm, 0, err);
         if (st != SY_OK)
             return st;
-        sy_tensor x = sy_t2(e->normed, SY_DTYPE_F32, T, H);
+        sy_tensor x = sy_t2(e->normed, e->act, T, H);
         if (e->plan.fuse_qkv)
-            st = sy_eng_linear(e, x, w->q_w, w->q_b, qd + 2 * kvd, e->q, err);
-        else if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, err)) == SY_OK &&
-                 (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, err)) == SY_OK)
-            st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, err);
+            st = sy_eng_linear(e, x, w->q_w, w->q_b, qd + 2 * kvd, e->q, e->act, err);
+        else if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, e->act, err)) == SY_OK &&
+                 (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, e->act, err)) == SY_OK)
+            st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, e->act, err);
         if (st || (st = rope_and_write(e, l, T, err)) || (st = attention(e, l, &s, decode, err)))
             return st;
-        if ((st = sy_eng_linear(e, sy_t2(e->attn_out, SY_DTYPE_F32, T, qd), w->o_w, w->o_b, H, e->hidden, err)))
+        if ((st = sy_eng_linear(e, sy_t2(e->attn_out, e->act, T, qd), w->o_w, w->o_b, H, e->hidden, e->act, err)))
             return st;
-        if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->residual, w->mlp_norm, e->plan.pad_multiple, err)) ||
+        if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->act, e->residual, w->mlp_norm, e->plan.pad_multiple, err)) ||
             (st = moe_block(e, l, T, err)))
             return st;
         if (e->checkpoint && (st = emit_checkpoint(e, l, T, err)))
             return st;
     }
-    if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->residual, e->final_norm, 0, err)))
+    if ((st = sy_eng_rmsnorm(e, T, e->hidden, e->act, e->residual, e->final_norm, 0, err)))
         return st;
     /* lm_head only where a token is sampled: each sequence's last new token. With equal chunks the
      * last rows are evenly spaced, so one GEMM reads the (large) lm_head once for the whole batch. */
@@ -290,16 +293,16 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
     for (uint32_t b = 1; b < s.B; b++)
         uniform &= n[b] == n[0];
     if (uniform) {
-        sy_tensor rows = sy_t2_strided((float *)e->normed + (size_t)(n[0] - 1) * H, SY_DTYPE_F32, s.B, H,
+        sy_tensor rows = sy_t2_strided((char *)e->normed + (size_t)(n[0] - 1) * H * e->act_size, e->act, s.B, H,
                                        (int64_t)n[0] * H);
-        if ((st = sy_eng_linear(e, rows, e->lm_head, NULL, d->vocab, e->logits, err)))
+        if ((st = sy_eng_linear(e, rows, e->lm_head, NULL, d->vocab, e->logits, SY_DTYPE_F32, err)))
             return st;
     } else {
         for (uint32_t b = 0; b < s.B; b++) {
             uint32_t last = (uint32_t)e->h_cu_q[b + 1] - 1;
-            sy_tensor row = sy_t2((float *)e->normed + (size_t)last * H, SY_DTYPE_F32, 1, H);
+            sy_tensor row = sy_t2((char *)e->normed + (size_t)last * H * e->act_size, e->act, 1, H);
             if ((st = sy_eng_linear(e, row, e->lm_head, NULL, d->vocab, (float *)e->logits + (size_t)b * d->vocab,
-                                    err)))
+                                    SY_DTYPE_F32, err)))
                 return st;
         }
     }

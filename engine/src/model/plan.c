@@ -20,10 +20,8 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     if (!sy_composition_ok(comp))
         return sy_fail(err, SY_E_INVALID, "the configuration does not compose (see the diagnostics above)");
     const sy_compose_decisions *d = sy_composition_decisions(comp);
-    if (d->act_dtype != SY_DTYPE_F32)
-        return sy_fail(err, SY_E_UNSUPPORTED,
-                       "model.dtype: the engine keeps activations in f32 between ops; %s activations are not "
-                       "available in this version",
+    if (d->act_dtype != SY_DTYPE_F32 && d->act_dtype != SY_DTYPE_BF16)
+        return sy_fail(err, SY_E_UNSUPPORTED, "model.dtype: the engine runs f32 or bf16 activations, not %s",
                        sy_dtype_name(d->act_dtype));
     if (sy_config_int(cfg, "parallel.tp") != 1)
         return sy_fail(err, SY_E_UNSUPPORTED,
@@ -62,6 +60,7 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->fuse_rope_kv = d->fused_rope_kv;
     p->pad_multiple = d->pad_multiple;
     p->fuse_qkv = d->fused_qkv;
+    p->act_dtype = d->act_dtype;
     p->attn_num_splits = (int32_t)sy_config_int(cfg, "attention.num_splits");
     p->batch = u32(cfg, "workload.batch");
     p->input_len = u32(cfg, "workload.input_len");
