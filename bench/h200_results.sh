@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every measurement behind docs/performance.md's results table, in one go on a machine with the GPU:
 # the kernel bench, the PyTorch peers, the gpt-oss-120b decode step (nhd, vectorized_5d, nhd with
-# fuse_pad on), and the correctness checks of the kernels they time (check_kv_attn,
+# fuse_pad on; nhd with three q/k/v linears and nhd with bf16 activations beside them; each without
+# and with per-op events), and the correctness checks of the kernels they time (check_kv_attn,
 # check_moe_norm_linear). Outputs are named as bench/results/ names them, for the date of the run:
 #   bench/h200_results.sh BUILD_DIR OUT_DIR [GPU_TAG]     (GPU_TAG defaults to h200)
 # Then, on any machine:
@@ -20,13 +21,19 @@ mkdir -p "$out"
 step "kernels-cuda-$tag-$day" "$sy" bench --backend cuda --json "$out/kernels-cuda-$tag-$day.json"
 step "torch_peers-$tag-$day" python3 "$here/peers/torch_peers.py" --output "$out/torch_peers-$tag-$day.json"
 step_config="$here/../configs/gpt-oss-120b-decode-b128-ctx8192.yaml"
-for variant in nhd vectorized_5d nhd-fuse_pad; do
-  layout=${variant%-fuse_pad}
-  fuse=off
-  [ "$variant" = "$layout" ] || fuse=on
-  name="run-gpt-oss-120b-decode-b128-ctx8192-$variant-cuda-$tag-$day"
-  step "$name" "$sy" run "$step_config" --set backend=cuda --set kv_cache.layout="$layout" \
-    --set norm.fuse_pad="$fuse" --json "$out/$name.json"
+# variant: name, then its --set overrides of the config.
+variants=("nhd" "vectorized_5d kv_cache.layout=vectorized_5d" "nhd-fuse_pad norm.fuse_pad=on"
+          "nhd-qkv3 linear.fuse_qkv=off" "nhd-bf16act model.dtype=bf16")
+for entry in "${variants[@]}"; do
+  read -r variant overrides <<<"$entry"
+  sets=()
+  for kv in $overrides; do sets+=(--set "$kv"); done
+  for per_op in false true; do
+    suffix=; [ "$per_op" = true ] && suffix=-per_op
+    name="run-gpt-oss-120b-decode-b128-ctx8192-$variant$suffix-cuda-$tag-$day"
+    step "$name" "$sy" run "$step_config" --set backend=cuda "${sets[@]}" --set report.per_op="$per_op" \
+      --json "$out/$name.json"
+  done
 done
 step "check_kv_attn-$tag-$day" "$build/tests/check_kv_attn_cuda"
 step "check_moe_norm_linear-$tag-$day" "$build/tests/check_moe_norm_linear_cuda"

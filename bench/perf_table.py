@@ -262,8 +262,12 @@ class StepRun:
         self.resolved = r
         self.layout = _str(r, "kv_cache.layout", "nhd")
         self.kv_dtype = _str(r, "kv_cache.dtype", "bf16")
-        fused = (doc.get("composition") or {}).get("fuse_pad_multiple")
+        composition = doc.get("composition") or {}
+        fused = composition.get("fuse_pad_multiple")
         self.fuse_pad = ("on (pad to %d)" % fused) if isinstance(fused, int) and fused > 0 else "off"
+        # Reports before linear.fuse_qkv and bf16 activations have neither key: three linears, f32.
+        self.qkv = {True: "q/k/v one linear", False: "q/k/v three linears"}.get(composition.get("fused_qkv"))
+        self.activations = _str(r, "model.dtype", "f32")
         self.metrics = doc.get("metrics") or {}
         # Per-op timing records two events around every plugin call, which add to the step's time.
         self.per_op_events = _str(r, "report.per_op", "true").lower() in ("true", "1", "yes", "on")
@@ -275,7 +279,12 @@ class StepRun:
             return None, None
 
     def label(self):
-        return "%s, %s KV, fuse_pad %s" % (self.layout, self.kv_dtype, self.fuse_pad)
+        text = "%s, %s KV, fuse_pad %s" % (self.layout, self.kv_dtype, self.fuse_pad)
+        if self.qkv:
+            text += ", " + self.qkv
+        if self.activations != "f32":
+            text += ", %s activations" % self.activations
+        return text
 
 
 # ---------------------------------------------------------------------------------------------

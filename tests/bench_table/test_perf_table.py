@@ -187,6 +187,25 @@ class TableRows(unittest.TestCase):
         self.assertIn("| on |", lines)
         self.assertIn("| off |", lines)
 
+    def test_step_variants_of_qkv_and_activations_are_rows_of_their_own(self):
+        # Reports before linear.fuse_qkv and model.dtype bf16 keep their labels; newer ones say both,
+        # so that a bf16-activation run is never judged as if it were the f32 run of its layout.
+        with open(fixture("step-gpt-oss-b128.json")) as f:
+            doc = json.load(f)
+        fused = json.loads(json.dumps(doc))
+        fused["composition"]["fused_qkv"] = True
+        bf16 = json.loads(json.dumps(fused))
+        bf16["resolved"]["model.dtype"] = {"value": "bf16", "source": "--set"}
+        bf16["metrics"]["tpot_median_ms"] = doc["metrics"]["tpot_median_ms"] * 0.9
+        runs = [perf_table.StepRun(name, d) for name, d in (("old.json", doc), ("fused.json", fused),
+                                                             ("bf16.json", bf16))]
+        self.assertEqual([r.label() for r in runs],
+                         ["nhd, bf16 KV, fuse_pad off", "nhd, bf16 KV, fuse_pad off, q/k/v one linear",
+                          "nhd, bf16 KV, fuse_pad off, q/k/v one linear, bf16 activations"])
+        rows = perf_table.build_rows(self.kernels, self.peers, runs)
+        r = rows_by(rows, "gpt-oss-120b decode step", runs[2].label())
+        self.assertEqual(r.ours, "TPOT %.2f ms" % bf16["metrics"]["tpot_median_ms"])
+
     def test_every_target_has_rows(self):
         per_layout = sum(len(t.layouts or (None,)) for t in perf_table.TARGETS)
         self.assertEqual(len(self.rows), per_layout)
