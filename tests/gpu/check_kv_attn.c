@@ -11,8 +11,10 @@
  *   attn.decode            outputs against the cpu plugin by relative L2, with the conformance
  *                          bounds (1e-5 f32, 4e-3 bf16, 2e-2 fp8, by the narrowest of q and the pool);
  *                          page 0 and unused pages hold NaN, so a read outside the context shows;
- *                          and the GPU's own split counts against each other.
- *   attn.prefill           the same for ragged prefill with prefixes, window, sinks.
+ *                          and the GPU's own split counts against each other; qstride cases give q
+ *                          rows wider than their heads with NaN gaps (linear.fuse_qkv's slices).
+ *   attn.prefill           the same for ragged prefill with prefixes, window, sinks; padded cases
+ *                          widen the rows of q, k and v.
  *   rope.rope              q and k against the cpu plugin (2e-6 f32, 1e-3 bf16), with the count of
  *                          elements that are not bit-exact (rope_gpu.cuh: the device's cos / sin).
  *   rope.fused             rope_kv_write against rope then kv_layout.write of the GPU plugins, bit
@@ -443,6 +445,21 @@ static void fill_q(int32_t q_dtype, int32_t kv_dtype, void *q, size_t n)
             store_value(F32, q, i, (float)sy_rng_normal(&rng), 1.0f);
     else
         fill_values(q_dtype, q, n, 1.0f, 1.0f);
+}
+
+/* q rows of `width` elements moved apart to `row` elements (row >= width), the gaps NaN (all-ones
+ * bytes in every float dtype here): the engine's q as a slice of fused QKV rows. A kernel that reads
+ * a gap puts NaN into its output. Frees `packed`. */
+static void *spread_rows(void *packed, int64_t rows, int64_t width, int64_t row, size_t elem)
+{
+    if (row == width)
+        return packed;
+    char *out = xmalloc((size_t)(rows * row) * elem);
+    memset(out, 0xFF, (size_t)(rows * row) * elem);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(out + (size_t)(r * row) * elem, (char *)packed + (size_t)(r * width) * elem, (size_t)width * elem);
+    free(packed);
+    return out;
 }
 
 static void fill_bytes(void *p, size_t n)
@@ -888,14 +905,15 @@ typedef struct decode_shape {
     int32_t window;
     uint8_t sinks;
     int32_t splits;
+    uint8_t q_pad; /* q rows 8 elements wider than their heads, as linear.fuse_qkv leaves them */
 } decode_shape;
 
 static void decode_case(const decode_shape *s)
 {
     char name[160];
-    snprintf(name, sizeof name, "attn.decode/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/w%d%s/splits%d",
+    snprintf(name, sizeof name, "attn.decode/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/w%d%s/splits%d%s",
              layout_tag(s->layout), tag(s->kv), tag(s->q), s->P, s->h.hq, s->h.hkv, s->h.d, s->B, s->lens[0],
-             s->window, s->sinks ? "/sinks" : "", s->splits);
+             s->window, s->sinks ? "/sinks" : "", s->splits, s->q_pad ? "/qstride" : "");
     if (!want(name))
         return;
     paged pg = make_paged(s->layout, s->kv, s->P, s->h.hkv, s->h.d, s->B, s->lens, s->window);
@@ -903,6 +921,9 @@ static void decode_case(const decode_shape *s)
     void *q = xmalloc(q_elems * qe), *out_cpu = xmalloc(q_elems * qe), *out_gpu = xmalloc(q_elems * qe);
     void *out_gpu2 = xmalloc(q_elems * qe);
     fill_q(s->q, s->kv, q, q_elems);
+    const int64_t q_width = (int64_t)s->h.hq * s->h.d, q_row = q_width + (s->q_pad ? 8 : 0);
+    q = spread_rows(q, s->B, q_width, q_row, qe);
+    const size_t q_bytes = (size_t)(s->B * q_row) * qe;
     float *sinks = s->sinks ? make_sinks(s->h.hq) : NULL;
     int64_t qshape[3] = {s->B, s->h.hq, s->h.d}, tshape[2] = {s->B, pg.max_blocks}, sshape[1] = {s->h.hq};
     sy_attn_decode_args a;
@@ -910,6 +931,7 @@ static void decode_case(const decode_shape *s)
     a.struct_size = sizeof a;
     a.geom = pg.g;
     a.q = sy_tensor_contiguous(q, s->q, 3, qshape);
+    a.q.stride[0] = q_row;
     a.out = sy_tensor_contiguous(out_cpu, s->q, 3, qshape);
     a.k_cache = pg.kc;
     a.v_cache = pg.vc;
@@ -926,7 +948,7 @@ static void decode_case(const decode_shape *s)
     const sy_attention_ops *cpu_ops = attn.cpu->ops, *gpu_ops = attn.gpu->ops;
     call("cpu decode", cpu_ops->decode_paged(attn.cpu_ctx, NULL, &a, &err), &err);
 
-    void *d_kc = dev_copy(pg.kc, pb), *d_vc = dev_copy(pg.vc, pb), *d_q = dev_copy(q, q_elems * qe);
+    void *d_kc = dev_copy(pg.kc, pb), *d_vc = dev_copy(pg.vc, pb), *d_q = dev_copy(q, q_bytes);
     void *d_out = dev_alloc(q_elems * qe);
     void *d_tables = dev_copy(pg.tables, sizeof *pg.tables * s->B * (size_t)pg.max_blocks);
     void *d_lens = dev_copy(s->lens, sizeof s->lens[0] * s->B), *d_sinks = sinks ? dev_copy(sinks, sizeof *sinks * s->h.hq) : NULL;
@@ -962,47 +984,51 @@ static void decode_cases(void)
 {
     static const decode_shape shapes[] = {
         /* gpt-oss-120b: the conformance list, both layouts */
-        {GPT_OSS, NHD, BF16, BF16, 16, 4, {1000, 1, 129, 77}, 0, 1, 0},
-        {GPT_OSS, V5D, BF16, BF16, 64, 4, {1000, 1, 129, 77}, 128, 1, 3},
-        {GPT_OSS, NHD, BF16, F32, 128, 4, {1000, 1, 129, 77}, 128, 0, 1},
-        {GPT_OSS, V5D, FP8, BF16, 16, 4, {1000, 1, 129, 77}, 0, 1, 3},
-        {GPT_OSS, NHD, FP8, F32, 64, 4, {1000, 1, 129, 77}, 128, 1, 0},
-        {GPT_OSS, V5D, FP8, BF16, 128, 4, {1000, 1, 129, 77}, 128, 1, 7},
-        {GPT_OSS, V5D, F32, F32, 16, 3, {300, 17, 128}, 0, 1, 3},
-        {GPT_OSS, NHD, F32, F32, 16, 3, {300, 17, 128}, 0, 1, 3},
-        {GPT_OSS, V5D, BF16, BF16, 64, 2, {16385, 4100}, 0, 1, 0},
-        {GPT_OSS, NHD, FP8, BF16, 128, 2, {16385, 4100}, 128, 1, 3},
+        {GPT_OSS, NHD, BF16, BF16, 16, 4, {1000, 1, 129, 77}, 0, 1, 0, 0},
+        {GPT_OSS, V5D, BF16, BF16, 64, 4, {1000, 1, 129, 77}, 128, 1, 3, 0},
+        {GPT_OSS, NHD, BF16, F32, 128, 4, {1000, 1, 129, 77}, 128, 0, 1, 0},
+        {GPT_OSS, V5D, FP8, BF16, 16, 4, {1000, 1, 129, 77}, 0, 1, 3, 0},
+        {GPT_OSS, NHD, FP8, F32, 64, 4, {1000, 1, 129, 77}, 128, 1, 0, 0},
+        {GPT_OSS, V5D, FP8, BF16, 128, 4, {1000, 1, 129, 77}, 128, 1, 7, 0},
+        {GPT_OSS, V5D, F32, F32, 16, 3, {300, 17, 128}, 0, 1, 3, 0},
+        {GPT_OSS, NHD, F32, F32, 16, 3, {300, 17, 128}, 0, 1, 3, 0},
+        {GPT_OSS, V5D, BF16, BF16, 64, 2, {16385, 4100}, 0, 1, 0, 0},
+        {GPT_OSS, NHD, FP8, BF16, 128, 2, {16385, 4100}, 128, 1, 3, 0},
         /* gpt-oss decode batches: long contexts, one long sequence (split-K), window 128 */
-        {GPT_OSS, V5D, BF16, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 0, 1, 0},
-        {GPT_OSS, NHD, BF16, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 128, 1, 0},
-        {GPT_OSS, V5D, FP8, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 0, 1, 0},
-        {GPT_OSS, V5D, BF16, BF16, 64, 1, {32768}, 0, 1, 0},
-        {GPT_OSS, NHD, FP8, BF16, 64, 1, {32768}, 0, 1, 0},
-        {GPT_OSS, V5D, BF16, BF16, 64, 1, {32768}, 128, 1, 0},
+        {GPT_OSS, V5D, BF16, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 0, 1, 0, 0},
+        {GPT_OSS, NHD, BF16, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 128, 1, 0, 0},
+        {GPT_OSS, V5D, FP8, BF16, 64, 8, {8192, 8191, 8193, 7000, 64, 65, 1, 4097}, 0, 1, 0, 0},
+        {GPT_OSS, V5D, BF16, BF16, 64, 1, {32768}, 0, 1, 0, 0},
+        {GPT_OSS, NHD, FP8, BF16, 64, 1, {32768}, 0, 1, 0, 0},
+        {GPT_OSS, V5D, BF16, BF16, 64, 1, {32768}, 128, 1, 0, 0},
         /* odd shapes */
-        {ODD40, NHD, BF16, F32, 16, 3, {300, 17, 128}, 37, 1, 3},
-        {ODD40, V5D, BF16, F32, 24, 3, {300, 17, 128}, 37, 1, 3},
-        {ODD40, NHD, F32, F32, 13, 4, {1000, 1, 129, 77}, 37, 1, 7},
-        {ODD48, V5D, FP8, F32, 16, 4, {1000, 1, 129, 77}, 128, 1, 0},
-        {ODD48, NHD, BF16, BF16, 128, 3, {300, 17, 128}, 0, 1, 2},
-        {ODD80, V5D, BF16, F32, 64, 4, {1000, 1, 129, 77}, 0, 1, 3},
-        {ODD80, NHD, FP8, BF16, 16, 3, {300, 17, 128}, 37, 0, 0},
-        {MHA128, V5D, BF16, BF16, 16, 4, {1000, 1, 129, 77}, 128, 1, 3},
-        {MHA128, NHD, F32, BF16, 16, 3, {300, 17, 0}, 0, 1, 0},
-        {GQA16, V5D, BF16, BF16, 64, 3, {700, 3, 64}, 0, 1, 0},
-        {GQA24, NHD, FP8, F32, 8, 3, {700, 3, 65}, 100, 1, 2},
+        {ODD40, NHD, BF16, F32, 16, 3, {300, 17, 128}, 37, 1, 3, 0},
+        {ODD40, V5D, BF16, F32, 24, 3, {300, 17, 128}, 37, 1, 3, 0},
+        {ODD40, NHD, F32, F32, 13, 4, {1000, 1, 129, 77}, 37, 1, 7, 0},
+        {ODD48, V5D, FP8, F32, 16, 4, {1000, 1, 129, 77}, 128, 1, 0, 0},
+        {ODD48, NHD, BF16, BF16, 128, 3, {300, 17, 128}, 0, 1, 2, 0},
+        {ODD80, V5D, BF16, F32, 64, 4, {1000, 1, 129, 77}, 0, 1, 3, 0},
+        {ODD80, NHD, FP8, BF16, 16, 3, {300, 17, 128}, 37, 0, 0, 0},
+        {MHA128, V5D, BF16, BF16, 16, 4, {1000, 1, 129, 77}, 128, 1, 3, 0},
+        {MHA128, NHD, F32, BF16, 16, 3, {300, 17, 0}, 0, 1, 0, 0},
+        {GQA16, V5D, BF16, BF16, 64, 3, {700, 3, 64}, 0, 1, 0, 0},
+        {GQA24, NHD, FP8, F32, 8, 3, {700, 3, 65}, 100, 1, 2, 0},
         /* the warp-streaming kernel (pages of whole 64-key tiles) at head dim 128, where one q head
          * fills 1 of the 8 rows of its products, and at 2 head chunks a KV head; all in --quick */
-        {MHA128, NHD, FP8, BF16, 64, 3, {300, 17, 128}, 0, 1, 0},
-        {MHA128, V5D, FP8, F32, 128, 3, {300, 17, 128}, 100, 1, 3},
-        {MHA128, NHD, BF16, F32, 64, 3, {300, 17, 129}, 37, 1, 2},
-        {GQA16, NHD, FP8, F32, 64, 3, {700, 3, 64}, 0, 1, 0},
+        {MHA128, NHD, FP8, BF16, 64, 3, {300, 17, 128}, 0, 1, 0, 0},
+        {MHA128, V5D, FP8, F32, 128, 3, {300, 17, 128}, 100, 1, 3, 0},
+        {MHA128, NHD, BF16, F32, 64, 3, {300, 17, 129}, 37, 1, 2, 0},
+        {GQA16, NHD, FP8, F32, 64, 3, {700, 3, 64}, 0, 1, 0, 0},
         /* the combine's later batches of loads: at head dim 128 a thread takes every split, here 70
          * of 64 keys each for the first sequence (SY_ATTN_COMBINE_BATCH is 32); the second sees
          * keys in one split of 70 */
-        {NARROW128, NHD, BF16, BF16, 64, 2, {4480, 40}, 0, 1, 70},
+        {NARROW128, NHD, BF16, BF16, 64, 2, {4480, 40}, 0, 1, 70, 0},
+        /* q as a slice of fused QKV rows: the warp-streaming kernel (whole 64-key tiles) and the
+         * block-wide one (pages of 16) */
+        {GPT_OSS, NHD, BF16, F32, 64, 3, {300, 17, 129}, 0, 1, 0, 1},
+        {GPT_OSS, V5D, BF16, BF16, 16, 3, {300, 17, 128}, 128, 1, 3, 1},
     };
-    enum { QUICK_TAIL = 5 };
+    enum { QUICK_TAIL = 7 };
     const size_t count = sizeof shapes / sizeof shapes[0];
     for (size_t i = 0; i < count; i++) {
         int64_t work = 0;
@@ -1045,6 +1071,10 @@ static void prefill_case(const prefill_shape *s)
     void *q = xmalloc(q_elems * qe), *k = xmalloc(kv_elems * ke), *v = xmalloc(kv_elems * ke);
     void *out_cpu = xmalloc(q_elems * qe), *out_gpu = xmalloc(q_elems * qe);
     fill_q(s->q, s->kv, q, q_elems);
+    /* Padded cases give q wider rows too, with NaN gaps (a first chunk's q, k, v under linear.fuse_qkv). */
+    const int64_t q_width = (int64_t)s->h.hq * s->h.d, q_row = q_width + (s->padded ? 5 : 0);
+    q = spread_rows(q, Tq, q_width, q_row, qe);
+    const size_t q_bytes = (size_t)(Tq * q_row) * qe;
     for (size_t i = 0; i < kv_elems; i++) {
         store_value(s->kv, k, i, (float)sy_rng_normal(&rng), K_SCALE);
         store_value(s->kv, v, i, (float)sy_rng_normal(&rng), V_SCALE);
@@ -1056,6 +1086,7 @@ static void prefill_case(const prefill_shape *s)
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     a.q = sy_tensor_contiguous(q, s->q, 3, qshape);
+    a.q.stride[0] = q_row;
     a.k = sy_tensor_contiguous(k, s->kv, 3, kshape);
     a.v = sy_tensor_contiguous(v, s->kv, 3, kshape);
     a.k.stride[0] = a.v.stride[0] = kv_s0;
@@ -1071,7 +1102,7 @@ static void prefill_case(const prefill_shape *s)
     a.v_scale = V_SCALE;
     sy_error err = {{0}};
     call("cpu prefill", ((const sy_attention_ops *)attn.cpu->ops)->prefill_linear(attn.cpu_ctx, NULL, &a, &err), &err);
-    void *d_q = dev_copy(q, q_elems * qe), *d_k = dev_copy(k, kv_elems * ke), *d_v = dev_copy(v, kv_elems * ke);
+    void *d_q = dev_copy(q, q_bytes), *d_k = dev_copy(k, kv_elems * ke), *d_v = dev_copy(v, kv_elems * ke);
     void *d_out = dev_alloc(q_elems * qe), *d_cq = dev_copy(cu_q, sizeof cu_q), *d_ck = dev_copy(cu_k, sizeof cu_k);
     void *d_sinks = sinks ? dev_copy(sinks, sizeof *sinks * s->h.hq) : NULL;
     sy_attn_prefill_args d = a;
