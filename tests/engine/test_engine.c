@@ -57,7 +57,16 @@ typedef struct variant {
     uint32_t swa_pool_tokens;
     int fuse_qkv; /* linear.fuse_qkv */
     int32_t act;  /* model.dtype; 0 = f32 */
+    uint32_t top_k; /* experts a token takes; 0 = the preset's */
 } variant;
+
+static sy_model_dims variant_dims(const variant *v)
+{
+    sy_model_dims d = tiny();
+    if (v->top_k)
+        d.top_k = v->top_k;
+    return d;
+}
 
 static const sy_registry_entry *need(int32_t kind, const char *name)
 {
@@ -69,7 +78,7 @@ static const sy_registry_entry *need(int32_t kind, const char *name)
 static sy_plan make_plan(const variant *v, uint64_t seed)
 {
     sy_plan p = {0};
-    p.dims = tiny();
+    p.dims = variant_dims(v);
     p.weight_seed = seed;
     p.backend = sy_registry_find_backend(reg, "cpu");
     ck_assert_ptr_nonnull(p.backend);
@@ -159,7 +168,7 @@ static void free_result(result *r)
  * at the position it sampled, into rel[n_steps x batch]. */
 static void reference_distances(const variant *v, uint64_t seed, const result *r, double *rel)
 {
-    sy_model_dims d = tiny();
+    sy_model_dims d = variant_dims(v);
     sy_ref_model *m = sy_ref_create(&d, seed);
     uint32_t L = v->input_len, chunk = v->chunk && v->chunk < L ? v->chunk : L;
     uint32_t n_prefill = (L + chunk - 1) / chunk;
@@ -210,17 +219,18 @@ static void run_and_check(const variant *v, double tol)
 /* With an f32 KV pool the engine and the double reference differ only by f32 rounding: 3.2e-6 at
  * most over 16 seeds, so 1e-4 leaves 30x. */
 #define F32_KV_TOLERANCE 1e-4
+#define BF16_ACT_NO_ROUTING_TOLERANCE 0.1
 
 START_TEST(prefill_only_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
 START_TEST(prefill_and_decode_match_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -230,7 +240,7 @@ END_TEST
  * element. Most rows still agree to 1e-6; over 26 seeds the largest was 3.3e-3. */
 START_TEST(bf16_kv_matches_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, 2e-2);
 }
 END_TEST
@@ -239,7 +249,7 @@ static const uint32_t chunks[] = {1, 7, 0};
 
 START_TEST(chunked_prefill_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -266,7 +276,7 @@ static void assert_identical(const variant *a, const variant *b)
 START_TEST(nhd_and_vectorized_5d_identical)
 {
     /* _i 1: over a synthetic context, which both layouts must hold alike. */
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0, 0, 0, 0};
     variant b = a;
     b.kv = "kv_vectorized_5d";
     assert_identical(&a, &b);
@@ -275,7 +285,7 @@ END_TEST
 
 START_TEST(interleave_and_separated_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.moe = "moe_mxfp4_separated";
     assert_identical(&a, &b);
@@ -284,7 +294,7 @@ END_TEST
 
 START_TEST(fuse_pad_on_and_off_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.pad = 256;
     assert_identical(&a, &b);
@@ -293,7 +303,7 @@ END_TEST
 
 START_TEST(fused_rope_kv_write_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.fuse_rope = 1;
     assert_identical(&a, &b);
@@ -307,7 +317,7 @@ END_TEST
  * each output in the same order as three narrower ones (OpenBLAS picks its kernels by shape). */
 START_TEST(fused_qkv_linear_matches_reference)
 {
-    variant v = {layouts[_i >> 1], "moe_mxfp4_interleave", _i & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, 1, 0};
+    variant v = {layouts[_i >> 1], "moe_mxfp4_interleave", _i & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, 1, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -322,14 +332,14 @@ static int by_value(const void *a, const void *b)
  * normed rows, q, k, v and the attention and MoE outputs rounded to bf16 in every layer. Over
  * chunked prefill and decode, both layouts, with and without one q/k/v linear, against the f32
  * double reference. A position's logits typically land 0.6-5% from it; some are 40-130% off, where
- * bf16 rounding changed a token's top-4 experts: over 80 runs of 14 positions, 0 to 3 positions a
+ * bf16 rounding changed a token's 2 experts of 8: over 80 runs of 14 positions, 0 to 3 positions a
  * run past 10%, the median at most 1.9%. So the run is judged by its median (under 5%) and every
  * distance finite. Activations read in the wrong dtype, or q, k, v taken from the wrong place, move
  * every position: the median of such a build is past 100%. */
 START_TEST(bf16_activations_match_reference)
 {
     variant v = {layouts[_i >> 1], "moe_mxfp4_separated", 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, _i & 1,
-                 SY_DTYPE_BF16};
+                 SY_DTYPE_BF16, 0};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -347,11 +357,23 @@ START_TEST(bf16_activations_match_reference)
 }
 END_TEST
 
+/* The same with every expert taken by every token (top_k = experts): no routing choice is left for
+ * bf16 rounding to flip, so every position must be close: over 40 runs of 14 positions the largest
+ * distance was 4.8% (the largest of a run 1.7-4.8%, typically 2.5%). This is what shows that the
+ * outliers above are routing and not the engine. */
+START_TEST(bf16_activations_without_routing_choices_match_reference)
+{
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, 1, SY_DTYPE_BF16, 0};
+    v.top_k = tiny().experts;
+    run_and_check(&v, BF16_ACT_NO_ROUTING_TOLERANCE);
+}
+END_TEST
+
 START_TEST(swa_pool_bounded_by_window)
 {
     /* 200 decode steps with a 16-token window and pages of 16: at most ceil((16-1+1)/16)+1 pages per
      * sequence are ever live in the sliding pool, however long the decode. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0, 0, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_msg(run_variant(&v, sy_test_seed(), &r, &err) == SY_OK, "%s", err.msg);
@@ -376,7 +398,7 @@ START_TEST(pool_exhaustion_is_a_clear_error)
 {
     /* 32 pool tokens = 2 pages of 16: sequence 0 takes both for its 20-token prompt, sequence 1
      * finds none. The message names what was needed, what the pool holds and the keys to raise. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0, 0, 0, 0};
     static const char *const parts[] = {"KV pool exhausted: sequence 1 needs 20 tokens (2 pages of 16)",
                                         "all 2 pages (32 tokens)", "the workload needs 8 pages (128 tokens)",
                                         "kv_cache.pool_tokens", "kv_cache.memory_budget_mib"};
@@ -387,7 +409,7 @@ END_TEST
 START_TEST(swa_pool_exhaustion_is_a_clear_error)
 {
     /* A sliding pool of one page cannot hold a 20-token prompt (window 16, pages of 16). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16, 0, 0, 0};
     static const char *const parts[] = {"sliding-window KV pool exhausted: sequence 0 needs a page for 20 tokens",
                                         "all 1 pages (16 tokens)", "window of 16 tokens", "kv_cache.swa_pool_tokens"};
     expect_pool_error(&v, parts, sizeof parts / sizeof parts[0]);
@@ -424,7 +446,7 @@ START_TEST(synthetic_context_decode_matches_reference)
      * table naming a wrong page, a slot map off by a page or a context written to the wrong slots
      * changes these logits. An f32 pool holds the bf16 context exactly and leaves only f32
      * rounding between the two (F32_KV_TOLERANCE). vectorized_5d runs with linear.fuse_qkv. */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0, _i, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0, _i, 0, 0};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -485,7 +507,7 @@ START_TEST(synthetic_context_pool_is_the_definition)
     /* The pools after a synthetic fill: the same bytes for one seed, other bytes for another, and
      * read back through the layout's own gather, every live position of every layer and sequence
      * holds exactly its defined K and V (bf16, bit for bit). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0, 0, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0, 0, 0, 0};
     uint64_t seed = sy_test_seed();
     sy_engine *a = synthetic_engine(&v, seed, 11), *b = synthetic_engine(&v, seed, 11);
     sy_engine *other = synthetic_engine(&v, seed, 12);
@@ -584,7 +606,7 @@ START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
      * context equal those a real chunked prefill of the same shape leaves, and still do after a
      * decode step on each. */
     uint32_t chunk = (uint32_t[]){8, 5, 0}[_i];
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0, 0, 0, 0};
     variant pv = v;
     pv.synthetic = 0;
     uint64_t seed = sy_test_seed();
@@ -648,7 +670,7 @@ START_TEST(decode_step_copies_and_waits_once)
      * sequence gained or lost a page. 20 steps over pages of 16 cross page boundaries, so steps
      * with and without page changes are both counted. The tokens are those the host chooses from
      * the logits (the path a checkpoint callback takes). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0, 0, 0, 0};
     /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
     sy_plan p = make_plan(&v, sy_test_seed());
     sy_engine *e = NULL;
@@ -690,6 +712,7 @@ static Suite *suite(void)
     tcase_add_test(t, fused_rope_kv_write_identical);
     tcase_add_loop_test(t, fused_qkv_linear_matches_reference, 0, 4);
     tcase_add_loop_test(t, bf16_activations_match_reference, 0, 4);
+    tcase_add_loop_test(t, bf16_activations_without_routing_choices_match_reference, 0, 2);
     tcase_add_test(t, swa_pool_bounded_by_window);
     tcase_add_test(t, pool_exhaustion_is_a_clear_error);
     tcase_add_test(t, swa_pool_exhaustion_is_a_clear_error);
