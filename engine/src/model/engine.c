@@ -485,7 +485,7 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     uint32_t align = 256;
     uint32_t hpad = (d->hidden + align - 1) / align * align;
     uint32_t qd = d->q_heads * d->head_dim, kvd = d->kv_heads * d->head_dim, qkv_row = qd + 2 * kvd;
-    size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype), a = e->act_size;
+    size_t f = sizeof(float), i4 = sizeof(int32_t), es = sy_dtype_size(p->kv_dtype), a = sy_dtype_size(e->act);
     e->index_cap = sy_index_block_entries(e, &e->tables_len);
     struct {
         void **ptr;
@@ -549,7 +549,6 @@ static sy_status create(const sy_plan *plan, sy_weights *wsrc, sy_engine **out, 
         e->d.attn_scale = 1.0f / sqrtf((float)e->d.head_dim);
     e->be = plan->backend->backend;
     e->act = plan->act_dtype ? plan->act_dtype : SY_DTYPE_F32;
-    e->act_size = sy_dtype_size(e->act);
     sy_error inner = {{0}};
     if (e->be->init(plan->device, &e->bctx, &inner) != SY_OK) {
         const char *name = e->be->name;

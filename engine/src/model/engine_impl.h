@@ -47,10 +47,9 @@ struct sy_engine {
 
     /* activations (device) */
     /* The residual stream, the router's logits and the output logits are f32; hidden, normed, q, k,
-     * v and attn_out are activations of dtype `act` (model.dtype), act_size bytes each. */
+     * v and attn_out are activations of dtype `act` (model.dtype). */
     void *residual, *hidden, *normed, *q, *k, *v, *attn_out, *router_logits, *topk_w, *topk_ids, *logits;
     int32_t act;
-    size_t act_size;
     /* Elements from one token's q (k and v) to the next: the packed head width, or with
      * linear.fuse_qkv the width of the one linear's rows, of which q, k and v are slices. */
     uint32_t q_row, kv_row;

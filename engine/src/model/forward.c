@@ -212,7 +212,7 @@ static sy_status emit_checkpoint(sy_engine *e, uint32_t l, uint32_t T, sy_error 
     sy_status st;
     /* h_rows2 holds n floats, room for the hidden rows in any activation dtype. */
     if ((st = sy_eng_copy(e, e->h_rows, e->residual, n * sizeof(float), SY_MEMCPY_D2H, err)) ||
-        (st = sy_eng_copy(e, e->h_rows2, e->hidden, n * e->act_size, SY_MEMCPY_D2H, err)) || (st = sy_eng_sync(e, err)))
+        (st = sy_eng_copy(e, e->h_rows2, e->hidden, n * sy_dtype_size(e->act), SY_MEMCPY_D2H, err)) || (st = sy_eng_sync(e, err)))
         return st;
     const uint16_t *hidden_bf16 = (const uint16_t *)e->h_rows2;
     for (size_t i = 0; i < n; i++)
@@ -292,15 +292,16 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
     int uniform = 1;
     for (uint32_t b = 1; b < s.B; b++)
         uniform &= n[b] == n[0];
+    const size_t normed_row_bytes = (size_t)H * sy_dtype_size(e->act);
     if (uniform) {
-        sy_tensor rows = sy_t2_strided((char *)e->normed + (size_t)(n[0] - 1) * H * e->act_size, e->act, s.B, H,
+        sy_tensor rows = sy_t2_strided((char *)e->normed + (size_t)(n[0] - 1) * normed_row_bytes, e->act, s.B, H,
                                        (int64_t)n[0] * H);
         if ((st = sy_eng_linear(e, rows, e->lm_head, NULL, d->vocab, e->logits, SY_DTYPE_F32, err)))
             return st;
     } else {
         for (uint32_t b = 0; b < s.B; b++) {
             uint32_t last = (uint32_t)e->h_cu_q[b + 1] - 1;
-            sy_tensor row = sy_t2((char *)e->normed + (size_t)last * H * e->act_size, e->act, 1, H);
+            sy_tensor row = sy_t2((char *)e->normed + (size_t)last * normed_row_bytes, e->act, 1, H);
             if ((st = sy_eng_linear(e, row, e->lm_head, NULL, d->vocab, (float *)e->logits + (size_t)b * d->vocab,
                                     SY_DTYPE_F32, err)))
                 return st;
