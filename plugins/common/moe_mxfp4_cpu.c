@@ -9,6 +9,7 @@
 
 #include "cpu_workspace.h"
 #include "mxfp4_decode_cpu.h"
+#include "moe_mxfp4_args.h"
 #include "moe_route.h"
 #include "sy_mxfp4.h"
 #include "sy_numeric.h"
@@ -56,64 +57,12 @@ static const char *layout_name(uint32_t layout)
                                                 : "unknown";
 }
 
-static sy_status check_shape(const char *op, const sy_moe_shape *s, sy_error *err)
-{
-    if (!s || s->struct_size < sizeof(sy_moe_shape))
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape struct_size %u is smaller than sy_moe_shape (%zu)", op,
-                          s ? s->struct_size : 0u, sizeof(sy_moe_shape));
-    if (s->num_experts == 0 || s->num_experts > SY_MOE_MXFP4_CPU_MAX_EXPERTS)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: shape.num_experts %u is outside 1..%d", op, s->num_experts,
-                          SY_MOE_MXFP4_CPU_MAX_EXPERTS);
-    if (s->hidden == 0 || s->hidden % SY_MXFP4_BLOCK || s->hidden > SY_MOE_MXFP4_CPU_MAX_DIM)
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape.hidden %u must be a positive multiple of %d up to %d", op,
-                          s->hidden, SY_MXFP4_BLOCK, SY_MOE_MXFP4_CPU_MAX_DIM);
-    if (s->intermediate == 0 || s->intermediate % SY_MXFP4_BLOCK || s->intermediate > SY_MOE_MXFP4_CPU_MAX_DIM)
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape.intermediate %u must be a positive multiple of %d up to %d", op,
-                          s->intermediate, SY_MXFP4_BLOCK, SY_MOE_MXFP4_CPU_MAX_DIM);
-    if (s->top_k == 0 || s->top_k > s->num_experts || s->top_k > SY_MOE_MAX_TOP_K)
-        return sy_op_fail(err, SY_E_INVALID, "%s: shape.top_k %u is outside 1..min(num_experts %u, %d)", op, s->top_k,
-                          s->num_experts, SY_MOE_MAX_TOP_K);
-    return SY_OK;
-}
-
-sy_status sy_moe_mxfp4_cpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err)
-{
-    sy_status st = check_shape("moe prepared_bytes", shape, err);
-    if (st != SY_OK)
-        return st;
-    sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
-    *bytes = sy_moe_sections_of(&d).total;
-    return SY_OK;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* prepare / unprepare                                                                         */
 
 static float bias_at(const sy_tensor *t, uint64_t i)
 {
     return t->dtype == SY_DTYPE_BF16 ? sy_bf16_to_f32(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
-}
-
-/* Checks one checkpoint matrix: blocks [E, R, K/32, 16], scales [E, R, K/32], bias [E, Rb]. */
-static sy_status check_checkpoint_matrix(const char *op, const char *what, const sy_tensor *blocks,
-                                         const sy_tensor *scales, const sy_tensor *bias, uint32_t E, uint32_t rows,
-                                         uint32_t k, uint32_t bias_rows, sy_error *err)
-{
-    char name[64];
-    const uint32_t u8 = SY_DTYPE_BIT(SY_DTYPE_U8), fb = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16);
-    int64_t want_blocks[4] = {E, rows, k / SY_MXFP4_BLOCK, SY_MXFP4_BLOCK_BYTES};
-    int64_t want_bias[2] = {E, bias_rows};
-    const sy_tensor *t[3] = {blocks, scales, bias};
-    const char *suffix[3] = {"blocks", "scales", "bias"};
-    const int64_t *want[3] = {want_blocks, want_blocks, want_bias};
-    const int32_t ndim[3] = {4, 3, 2};
-    for (int i = 0; i < 3; i++) {
-        snprintf(name, sizeof name, "%s_%s", what, suffix[i]);
-        sy_status st = sy_op_check_dense_tensor(op, name, t[i], i < 2 ? u8 : fb, ndim[i], want[i], 0, err);
-        if (st != SY_OK)
-            return st;
-    }
-    return SY_OK;
 }
 
 typedef struct prepared_view {
@@ -178,23 +127,13 @@ sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_pre
     static const char op[] = "moe prepare";
     sy_moe_mxfp4_cpu *c = ctx;
     (void)stream;
-    if (!c)
-        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_prepare_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    const sy_moe_shape *s = &a->shape;
-    sy_status st = check_shape(op, s, err);
+    sy_status st = sy_moe_mxfp4_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_prepare_args",
+                                           a ? &a->shape : NULL, err);
     if (st == SY_OK)
-        st = check_checkpoint_matrix(op, "w13", &a->w13_blocks, &a->w13_scales, &a->w13_bias, s->num_experts,
-                                     2u * s->intermediate, s->hidden, 2u * s->intermediate, err);
-    if (st == SY_OK)
-        st = check_checkpoint_matrix(op, "w2", &a->w2_blocks, &a->w2_scales, &a->w2_bias, s->num_experts, s->hidden,
-                                     s->intermediate, s->hidden, err);
+        st = sy_moe_mxfp4_check_prepare_tensors(op, a, err);
     if (st != SY_OK)
         return st;
-    if (!a->prepared)
-        return sy_op_fail(err, SY_E_INVALID, "%s: prepared is NULL", op);
+    const sy_moe_shape *s = &a->shape;
 
     sy_moe_dims d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
     prepared_view v = view_of(a->prepared, &d, c->gate_up_layout);
@@ -276,36 +215,19 @@ sy_status sy_moe_mxfp4_cpu_unprepare(const void *prepared, uint8_t *w13_blocks, 
 /* ------------------------------------------------------------------------------------------ */
 /* route                                                                                       */
 
-/* topk_ids int32 [T, k] and topk_weights f32 [T, k], contiguous: what route writes and forward reads. */
-static sy_status check_topk(const char *op, const sy_tensor *ids, const sy_tensor *weights, int64_t T, uint32_t k,
-                            sy_error *err)
-{
-    int64_t want[2] = {T, k};
-    sy_status st = sy_op_check_dense_tensor(op, "topk_ids", ids, SY_DTYPE_BIT(SY_DTYPE_I32), 2, want, 0, err);
-    return st == SY_OK
-               ? sy_op_check_dense_tensor(op, "topk_weights", weights, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want, 0, err)
-               : st;
-}
-
 sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *a, sy_error *err)
 {
     static const char op[] = "moe route";
     (void)ctx;
     (void)stream;
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_route_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    sy_status st = check_shape(op, &a->shape, err);
+    int64_t T = 0;
+    sy_status st = sy_moe_mxfp4_check_call(op, ctx, 0, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_route_args",
+                                           a ? &a->shape : NULL, err);
+    if (st == SY_OK)
+        st = sy_moe_mxfp4_check_route_tensors(op, a, &T, err);
     if (st != SY_OK)
         return st;
     const uint32_t E = a->shape.num_experts, k = a->shape.top_k;
-    int64_t T = a->logits.ndim == 2 ? a->logits.shape[0] : SY_ANY_DIM;
-    int64_t want_logits[2] = {SY_ANY_DIM, E};
-    st = sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
-    if (st == SY_OK)
-        st = check_topk(op, &a->topk_ids, &a->topk_weights, T, k, err);
-    if (st != SY_OK)
-        return st;
     const float *logits = a->logits.data;
     for (int64_t t = 0; t < T; t++)
         sy_moe_route_token(logits + t * a->logits.stride[0], E, k, (int32_t *)a->topk_ids.data + t * k,
@@ -440,15 +362,11 @@ static sy_status reserve_forward(sy_moe_mxfp4_cpu *c, const sy_moe_dims *d, uint
 static sy_status check_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_args *a, sy_moe_dims *d, sy_error *err)
 {
     static const char op[] = "moe forward";
-    if (!c)
-        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_moe_forward_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    const sy_moe_shape *s = &a->shape;
-    sy_status st = check_shape(op, s, err);
+    sy_status st = sy_moe_mxfp4_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_forward_args",
+                                           a ? &a->shape : NULL, err);
     if (st != SY_OK)
         return st;
+    const sy_moe_shape *s = &a->shape;
     *d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
     sy_moe_prepared_header h;
     st = read_header(op, a->prepared, &h, err);
@@ -461,21 +379,10 @@ static sy_status check_forward(const sy_moe_mxfp4_cpu *c, const sy_moe_forward_a
         return sy_op_fail(err, SY_E_INVALID,
                           "%s: prepared buffer holds experts %u hidden %u intermediate %u, shape says %u %u %u", op,
                           h.experts, h.hidden, h.intermediate, d->experts, d->hidden, d->intermediate);
-    const uint32_t acts = SY_MOE_MXFP4_CPU_ACT_DTYPES;
-    int64_t T = a->x.ndim == 2 ? a->x.shape[0] : SY_ANY_DIM;
-    int64_t want_x[2] = {T, SY_ANY_DIM}, want_out[2] = {T, s->hidden};
-    st = sy_op_check_tensor(op, "x", &a->x, acts, 2, want_x, err);
-    if (st == SY_OK && a->x.shape[1] != d->hidden && a->x.shape[1] != d->hidden_padded)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x has %lld columns, expected hidden %u or padded hidden %u", op,
-                          (long long)a->x.shape[1], d->hidden, d->hidden_padded);
-    if (st == SY_OK)
-        st = sy_op_check_dense(op, "x", &a->x, 1, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "out", &a->out, acts, 2, want_out, 1, err);
-    if (st == SY_OK)
-        st = check_topk(op, &a->topk_ids, &a->topk_weights, T, s->top_k, err);
+    st = sy_moe_mxfp4_check_forward_tensors(op, a, err);
     if (st != SY_OK)
         return st;
+    const int64_t T = a->x.shape[0];
     const int32_t *ids = a->topk_ids.data;
     for (int64_t i = 0; i < T * (int64_t)s->top_k; i++)
         if (ids[i] < 0 || (uint32_t)ids[i] >= s->num_experts)
@@ -593,7 +500,7 @@ sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_for
         return SY_OK;
     forward_scratch s;
     /* First pass sizes the scratch by the largest expert group, the second fills it. */
-    int32_t count_only[SY_MOE_MXFP4_CPU_MAX_EXPERTS + 1];
+    int32_t count_only[SY_MOE_MXFP4_MAX_EXPERTS + 1];
     s.count = count_only;
     s.token = NULL;
     uint64_t max_te = group_by_expert(a, T, &s);
@@ -624,6 +531,6 @@ sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_for
 }
 
 const sy_moe_ops sy_moe_mxfp4_cpu_ops = {
-    sizeof(sy_moe_ops),       0, sy_moe_mxfp4_cpu_prepared_bytes, sy_moe_mxfp4_cpu_prepare, sy_moe_mxfp4_cpu_route,
+    sizeof(sy_moe_ops),       0, sy_moe_mxfp4_prepared_bytes, sy_moe_mxfp4_cpu_prepare, sy_moe_mxfp4_cpu_route,
     sy_moe_mxfp4_cpu_forward,
 };

@@ -18,28 +18,8 @@
 
 #include <stdint.h>
 
-#include "moe_layout.h"
-#include "moe_route.h"
+#include "moe_mxfp4_args.h"
 #include "switchyard/plugin.h"
-
-enum { SY_MOE_MXFP4_CPU_MAX_EXPERTS = 1024, SY_MOE_MXFP4_CPU_MAX_DIM = 65536 };
-#define SY_MOE_MXFP4_CPU_ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
-
-/* Tensor parallelism: the host code computes whatever expert slice it is given, with no layout
- * step that depends on the slice, so it is correct at any tp where the engine (a) cuts the
- * intermediate dimension of the checkpoint at multiples of 32 (whole MXFP4 blocks), and (b) passes
- * the real w2_bias on one rank and zeros on the others (the bias is added once, after the
- * all-reduce, as in gpt-oss MLPBlock.forward). 8 covers gpt-oss deployments. */
-#define SY_MOE_MXFP4_CPU_MAX_TP 8u
-
-/* The caps of both host MXFP4 plugins; only the tile layout differs. */
-#define SY_MOE_MXFP4_CPU_CAPS(layout)                                                                                  \
-    {                                                                                                                  \
-        .struct_size = sizeof(sy_moe_caps), .weight_format = SY_MOE_WEIGHTS_MXFP4, .gate_up_layout = (layout),         \
-        .input_alignment = SY_MOE_PAD_MULTIPLE, .accepts_padded_input = 1, .max_tp = SY_MOE_MXFP4_CPU_MAX_TP,          \
-        .max_experts = SY_MOE_MXFP4_CPU_MAX_EXPERTS, .max_top_k = SY_MOE_MAX_TOP_K,                                    \
-        .act_dtypes = SY_MOE_MXFP4_CPU_ACT_DTYPES                                                                      \
-    }
 
 /* The ops of both; the layout travels in the ctx made by sy_moe_mxfp4_cpu_init. */
 extern const sy_moe_ops sy_moe_mxfp4_cpu_ops;
@@ -47,7 +27,7 @@ extern const sy_moe_ops sy_moe_mxfp4_cpu_ops;
 /* Defines the caps, the descriptor and sy_plugin_entry of one host MXFP4 plugin: a name, its
  * layout, a description, a rank and its init (which binds the layout). */
 #define SY_MOE_MXFP4_CPU_PLUGIN(plugin_name, layout, summary, plugin_rank, init_fn)                                    \
-    static const sy_moe_caps caps = SY_MOE_MXFP4_CPU_CAPS(layout);                                                     \
+    static const sy_moe_caps caps = SY_MOE_MXFP4_CAPS(layout);                                                          \
     static const sy_plugin_desc desc = {                                                                               \
         .abi_major = SY_ABI_MAJOR,                                                                                     \
         .abi_minor = SY_ABI_MINOR,                                                                                     \
@@ -75,8 +55,7 @@ extern const sy_moe_ops sy_moe_mxfp4_cpu_ops;
 sy_status sy_moe_mxfp4_cpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
 void sy_moe_mxfp4_cpu_fini(void *ctx);
 
-/* The sy_moe_ops members (plugin.h). prepared_bytes is the same for both layouts. */
-sy_status sy_moe_mxfp4_cpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err);
+/* The sy_moe_ops members (plugin.h); prepared_bytes is sy_moe_mxfp4_prepared_bytes (moe_mxfp4_args.h). */
 sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_prepare_args *args, sy_error *err);
 sy_status sy_moe_mxfp4_cpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *args, sy_error *err);
 sy_status sy_moe_mxfp4_cpu_forward(void *ctx, sy_stream stream, const sy_moe_forward_args *args, sy_error *err);

@@ -83,7 +83,7 @@ enum {
     MOE_GPU_STAGE_STRIDE = 36,  /* floats per staged block: 4 of padding put neighbouring columns on other banks */
     MOE_GPU_REDUCE_STRIDE = 17, /* floats per (tile, token, row) of the column reduction, also against conflicts */
     MOE_GPU_SLICE_PAIRS = 8192, /* routed pairs per pass: bounds the act and y buffers (2 x 94 MB at 2880) */
-    MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_GPU_MAX_EXPERTS,
+    MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_MAX_EXPERTS,
     MOE_GPU_SIMPLE_THREADS = 256,
     /* lanes that route one token: a warp of 32, half a wavefront of 64 (shuffles stay inside) */
     MOE_GPU_ROUTE_LANES = 32
@@ -132,33 +132,9 @@ extern "C" void sy_moe_mxfp4_gpu_fini(void *ctx)
     free(c);
 }
 
-/* topk_ids int32 [T, k] and topk_weights f32 [T, k], contiguous. */
-static sy_status moe_gpu_check_topk(const char *op, const sy_tensor *ids, const sy_tensor *weights, int64_t T,
-                                    uint32_t k, sy_error *err)
-{
-    int64_t want[2] = {T, k};
-    sy_status st = sy_op_check_dense_tensor(op, "topk_ids", ids, SY_DTYPE_BIT(SY_DTYPE_I32), 2, want, 0, err);
-    return st == SY_OK
-               ? sy_op_check_dense_tensor(op, "topk_weights", weights, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want, 0, err)
-               : st;
-}
-
 static int moe_gpu_aligned16(const void *p)
 {
     return ((uintptr_t)p & 15u) == 0;
-}
-
-/* The checks every op starts with: its ctx (when it needs one), the args' struct_size, the shape. */
-static sy_status moe_gpu_check_call(const char *op, const void *ctx, int needs_ctx, const void *args,
-                                    uint32_t struct_size, size_t want, const char *args_type, const sy_moe_shape *shape,
-                                    sy_error *err)
-{
-    if (needs_ctx && !ctx)
-        return sy_op_fail(err, SY_E_INVALID, "%s: ctx is NULL (init was not called)", op);
-    if (!args || struct_size < want)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than %s (%zu)", op,
-                          args ? struct_size : 0u, args_type, want);
-    return sy_moe_mxfp4_gpu_check_shape(op, shape, err);
 }
 
 /* The prepared buffer is read and written with 16-byte accesses. */
@@ -286,26 +262,6 @@ static dim3 moe_gpu_columns_grid(int64_t rows, uint32_t columns)
     return dim3((unsigned)rows, y < 1 ? 1 : y > 65535 ? 65535 : y);
 }
 
-/* Checks one checkpoint matrix: blocks [E, R, K/32, 16], scales [E, R, K/32], bias [E, R]. */
-static sy_status moe_gpu_check_checkpoint(const char *op, const char *what, const sy_tensor *blocks,
-                                          const sy_tensor *scales, const sy_tensor *bias, uint32_t E, uint32_t rows,
-                                          uint32_t k, sy_error *err)
-{
-    const uint32_t u8 = SY_DTYPE_BIT(SY_DTYPE_U8), fb = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16);
-    const int64_t want_blocks[4] = {E, rows, k / SY_MXFP4_BLOCK, SY_MXFP4_BLOCK_BYTES}, want_bias[2] = {E, rows};
-    const sy_tensor *t[3] = {blocks, scales, bias};
-    const char *suffix[3] = {"blocks", "scales", "bias"};
-    for (int i = 0; i < 3; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s_%s", what, suffix[i]);
-        sy_status st = sy_op_check_dense_tensor(op, name, t[i], i < 2 ? u8 : fb, i == 0 ? 4 : i == 1 ? 3 : 2,
-                                                i < 2 ? want_blocks : want_bias, 0, err);
-        if (st != SY_OK)
-            return st;
-    }
-    return SY_OK;
-}
-
 static sy_moe_prepared_header moe_gpu_header_of(const sy_moe_dims *d, uint32_t layout)
 {
     sy_moe_prepared_header h;
@@ -325,16 +281,12 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
 {
     static const char op[] = "moe prepare";
     moe_gpu_ctx *c = (moe_gpu_ctx *)ctx;
-    sy_status st = moe_gpu_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_prepare_args",
-                                      a ? &a->shape : NULL, err);
+    sy_status st = sy_moe_mxfp4_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_prepare_args",
+                                           a ? &a->shape : NULL, err);
     if (st != SY_OK)
         return st;
     const sy_moe_shape *s = &a->shape;
-    st = moe_gpu_check_checkpoint(op, "w13", &a->w13_blocks, &a->w13_scales, &a->w13_bias, s->num_experts,
-                                  2u * s->intermediate, s->hidden, err);
-    if (st == SY_OK)
-        st = moe_gpu_check_checkpoint(op, "w2", &a->w2_blocks, &a->w2_scales, &a->w2_bias, s->num_experts, s->hidden,
-                                      s->intermediate, err);
+    st = sy_moe_mxfp4_check_prepare_tensors(op, a, err);
     if (st == SY_OK)
         st = moe_gpu_check_prepared(op, a->prepared, err);
     if (st != SY_OK)
@@ -455,16 +407,13 @@ static __global__ void moe_gpu_route_kernel(const float *logits, int64_t stride,
 extern "C" sy_status sy_moe_mxfp4_gpu_route(void *ctx, sy_stream stream, const sy_moe_route_args *a, sy_error *err)
 {
     static const char op[] = "moe route";
-    sy_status st = moe_gpu_check_call(op, ctx, 0, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_route_args",
-                                      a ? &a->shape : NULL, err);
+    sy_status st = sy_moe_mxfp4_check_call(op, ctx, 0, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_route_args",
+                                           a ? &a->shape : NULL, err);
     if (st != SY_OK)
         return st;
+    int64_t T = 0;
+    st = sy_moe_mxfp4_check_route_tensors(op, a, &T, err);
     const uint32_t E = a->shape.num_experts, k = a->shape.top_k;
-    const int64_t T = a->logits.ndim == 2 ? a->logits.shape[0] : SY_ANY_DIM;
-    const int64_t want_logits[2] = {SY_ANY_DIM, E};
-    st = sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
-    if (st == SY_OK)
-        st = moe_gpu_check_topk(op, &a->topk_ids, &a->topk_weights, T, k, err);
     if (st != SY_OK || T == 0)
         return st;
     const int64_t per_block = MOE_GPU_SIMPLE_THREADS / MOE_GPU_ROUTE_LANES, blocks = (T + per_block - 1) / per_block;
@@ -1035,28 +984,15 @@ static sy_status moe_gpu_check_forward(const moe_gpu_ctx *c, const sy_moe_forwar
                                        sy_error *err)
 {
     static const char op[] = "moe forward";
-    sy_status st = moe_gpu_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_forward_args",
-                                      a ? &a->shape : NULL, err);
+    sy_status st = sy_moe_mxfp4_check_call(op, c, 1, a, a ? a->struct_size : 0u, sizeof *a, "sy_moe_forward_args",
+                                           a ? &a->shape : NULL, err);
     if (st == SY_OK)
         st = moe_gpu_check_prepared(op, a->prepared, err);
     if (st != SY_OK)
         return st;
     const sy_moe_shape *s = &a->shape;
     *d = sy_moe_dims_of(s->num_experts, s->hidden, s->intermediate);
-    const uint32_t acts = SY_MOE_MXFP4_GPU_ACT_DTYPES;
-    const int64_t T = a->x.ndim == 2 ? a->x.shape[0] : SY_ANY_DIM;
-    const int64_t want_x[2] = {T, SY_ANY_DIM}, want_out[2] = {T, s->hidden};
-    st = sy_op_check_tensor(op, "x", &a->x, acts, 2, want_x, err);
-    if (st == SY_OK && a->x.shape[1] != d->hidden && a->x.shape[1] != d->hidden_padded)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x has %lld columns, expected hidden %u or padded hidden %u", op,
-                          (long long)a->x.shape[1], d->hidden, d->hidden_padded);
-    if (st == SY_OK)
-        st = sy_op_check_dense(op, "x", &a->x, 1, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "out", &a->out, acts, 2, want_out, 1, err);
-    if (st == SY_OK)
-        st = moe_gpu_check_topk(op, &a->topk_ids, &a->topk_weights, T, s->top_k, err);
-    return st;
+    return sy_moe_mxfp4_check_forward_tensors(op, a, err);
 }
 
 static moe_gpu_matrix moe_gpu_matrix_of(const uint8_t *base, const sy_moe_dims *d, const sy_moe_sections *sec,
@@ -1213,7 +1149,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
  * pointers, into the device code too. */
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 extern "C" const sy_moe_ops sy_moe_mxfp4_gpu_ops = {
-    sizeof(sy_moe_ops),         0, sy_moe_mxfp4_gpu_prepared_bytes, sy_moe_mxfp4_gpu_prepare, sy_moe_mxfp4_gpu_route,
+    sizeof(sy_moe_ops),         0, sy_moe_mxfp4_prepared_bytes, sy_moe_mxfp4_gpu_prepare, sy_moe_mxfp4_gpu_route,
     sy_moe_mxfp4_gpu_forward,
 };
 #endif

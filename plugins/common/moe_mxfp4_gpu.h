@@ -12,27 +12,14 @@
 #ifndef SY_MOE_MXFP4_GPU_H
 #define SY_MOE_MXFP4_GPU_H
 
-#include "moe_layout.h"
-#include "moe_route.h"
+#include "moe_mxfp4_args.h"
 #include "switchyard/plugin.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Experts: the routing plan is one block of this many threads, one expert each. */
-enum { SY_MOE_MXFP4_GPU_MAX_EXPERTS = 1024, SY_MOE_MXFP4_GPU_MAX_DIM = 65536 };
-/* Correct at any tp on the same terms as the host version (moe_mxfp4_cpu.h): no step depends on
- * the slice of the intermediate dimension a rank holds. */
-#define SY_MOE_MXFP4_GPU_MAX_TP 8u
-#define SY_MOE_MXFP4_GPU_ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
-
 extern const sy_moe_ops sy_moe_mxfp4_gpu_ops;
-
-/* Host-only (moe_mxfp4_gpu_shape.c), in the front and the device library alike: the shape check of
- * every op, and prepared_bytes, which is pure. */
-sy_status sy_moe_mxfp4_gpu_check_shape(const char *op, const sy_moe_shape *shape, sy_error *err);
-sy_status sy_moe_mxfp4_gpu_prepared_bytes(const sy_moe_shape *shape, uint64_t *bytes, sy_error *err);
 
 /* ctx of one plugin instance; `gate_up_layout` is SY_MOE_GATE_UP_INTERLEAVE or _SEPARATED. */
 sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
@@ -49,7 +36,7 @@ void sy_moe_mxfp4_gpu_fini(void *ctx);
 #include "sy_gpu_front.h"
 #define SY_MOE_MXFP4_GPU_LIBRARY(plugin_name, layout)                                                                 \
     SY_GPU_FRONT_INIT(moe_gpu_init, SY_KIND_MOE, plugin_name)                                                          \
-    SY_GPU_FRONT_MOE_OPS(moe_gpu_ops, sy_moe_mxfp4_gpu_prepared_bytes);
+    SY_GPU_FRONT_MOE_OPS(moe_gpu_ops, sy_moe_mxfp4_prepared_bytes);
 #define SY_MOE_MXFP4_GPU_OPS moe_gpu_ops
 #define SY_MOE_MXFP4_GPU_FINI sy_gpu_front_fini
 #else
@@ -67,15 +54,7 @@ void sy_moe_mxfp4_gpu_fini(void *ctx);
  * build: SY_PLUGIN_BACKEND_NAME), in the front or the device library. */
 #define SY_MOE_MXFP4_GPU_PLUGIN(plugin_name, layout, summary, plugin_rank)                                             \
     SY_MOE_MXFP4_GPU_LIBRARY(plugin_name, layout)                                                                      \
-    static const sy_moe_caps caps = {.struct_size = sizeof(sy_moe_caps),                                               \
-                                     .weight_format = SY_MOE_WEIGHTS_MXFP4,                                            \
-                                     .gate_up_layout = (layout),                                                       \
-                                     .input_alignment = SY_MOE_PAD_MULTIPLE,                                           \
-                                     .accepts_padded_input = 1,                                                        \
-                                     .max_tp = SY_MOE_MXFP4_GPU_MAX_TP,                                                \
-                                     .max_experts = SY_MOE_MXFP4_GPU_MAX_EXPERTS,                                      \
-                                     .max_top_k = SY_MOE_MAX_TOP_K,                                                    \
-                                     .act_dtypes = SY_MOE_MXFP4_GPU_ACT_DTYPES};                                       \
+    static const sy_moe_caps caps = SY_MOE_MXFP4_CAPS(layout);                                                         \
     static const sy_plugin_desc desc = {.abi_major = SY_ABI_MAJOR,                                                     \
                                         .abi_minor = SY_ABI_MINOR,                                                     \
                                         .struct_size = sizeof(sy_plugin_desc),                                         \

@@ -13,9 +13,8 @@
 
 #include "cpu_workspace.h"
 #include "sy_numeric.h"
+#include "args.h"
 #include "sy_op_check.h"
-
-#define ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
 
 /* f32 bytes of one converted block of W: L3-resident, and wide enough (364 rows at K = 2880) that
  * each sgemm call keeps OpenBLAS efficient; half a megabyte (45 rows) measured 2x slower at M = 128
@@ -43,30 +42,6 @@ void sy_linear_cpu_fini(void *ctx)
         return;
     sy_cpu_workspace_release(&c->ws);
     free(c);
-}
-
-static sy_status check_args(const sy_linear_args *a, sy_error *err)
-{
-    static const char op[] = "linear";
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_linear_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    if (a->x.ndim != 2 || a->w.ndim != 2)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x and w must be 2-d ([M, K], [N, K]); got %d-d and %d-d", op,
-                          (int)a->x.ndim, (int)a->w.ndim);
-    const int64_t M = a->x.shape[0], K = a->x.shape[1], N = a->w.shape[0];
-    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: M %lld, N %lld, K %lld exceed the BLAS int range", op,
-                          (long long)M, (long long)N, (long long)K);
-    int64_t want_x[2] = {M, K}, want_w[2] = {N, K}, want_b[1] = {N}, want_y[2] = {M, N};
-    sy_status st = sy_op_check_dense_tensor(op, "x", &a->x, ACT_DTYPES, 2, want_x, 1, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "w", &a->w, ACT_DTYPES, 2, want_w, 0, err);
-    if (st == SY_OK && a->b.data)
-        st = sy_op_check_dense_tensor(op, "b", &a->b, ACT_DTYPES, 1, want_b, 0, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "y", &a->y, ACT_DTYPES, 2, want_y, 1, err);
-    return st;
 }
 
 static float load(const void *p, int32_t dtype, size_t i)
@@ -102,14 +77,12 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
 {
     linear_cpu *c = ctx;
     (void)stream;
-    sy_status st = check_args(a, err);
+    sy_status st = sy_linear_check_args(a, err);
     if (st != SY_OK)
         return st;
     if (!c)
         return sy_op_fail(err, SY_E_INVALID, "linear: ctx is NULL (init was not called)");
     const size_t M = (size_t)a->x.shape[0], K = (size_t)a->x.shape[1], N = (size_t)a->w.shape[0];
-    if (K == 0)
-        return sy_op_fail(err, SY_E_INVALID, "linear: x and w have K = 0 columns");
     if (M == 0 || N == 0)
         return SY_OK;
     const int w_f32 = a->w.dtype == SY_DTYPE_F32, y_f32 = a->y.dtype == SY_DTYPE_F32;

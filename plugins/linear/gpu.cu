@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "args.h"
 #include "gpu.h"
 #include "gpu_runtime.h"
 #include "sy_elem_gpu.cuh"
@@ -40,7 +41,6 @@ extern "C" {
 #include <cublas_v2.h>
 #endif
 
-#define LINEAR_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
 
 enum {
     LINEAR_TILE_M = 64,
@@ -86,32 +86,6 @@ extern "C" void sy_linear_gpu_fini(void *ctx)
 #endif
     sy_gpu_workspace_release(&c->scratch);
     free(c);
-}
-
-static sy_status linear_check_args(const sy_linear_args *a, sy_error *err)
-{
-    static const char op[] = "linear";
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_linear_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    if (a->x.ndim != 2 || a->w.ndim != 2)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x and w must be 2-d ([M, K], [N, K]); got %d-d and %d-d", op,
-                          (int)a->x.ndim, (int)a->w.ndim);
-    const int64_t M = a->x.shape[0], K = a->x.shape[1], N = a->w.shape[0];
-    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: M %lld, N %lld, K %lld exceed the BLAS int range", op,
-                          (long long)M, (long long)N, (long long)K);
-    const int64_t want_x[2] = {M, K}, want_w[2] = {N, K}, want_b[1] = {N}, want_y[2] = {M, N};
-    sy_status st = sy_op_check_dense_tensor(op, "x", &a->x, LINEAR_DTYPES, 2, want_x, 1, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "w", &a->w, LINEAR_DTYPES, 2, want_w, 0, err);
-    if (st == SY_OK && a->b.data)
-        st = sy_op_check_dense_tensor(op, "b", &a->b, LINEAR_DTYPES, 1, want_b, 0, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "y", &a->y, LINEAR_DTYPES, 2, want_y, 1, err);
-    if (st == SY_OK && K == 0)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x and w have K = 0 columns", op);
-    return st;
 }
 
 static __device__ __forceinline__ float linear_load(const void *p, int32_t dtype, int64_t i)
@@ -209,7 +183,7 @@ static __global__ void __launch_bounds__(LINEAR_THREADS) linear_tiled_kernel(lin
 extern "C" sy_status sy_linear_gpu_tiled(void *ctx, sy_stream stream, const sy_linear_args *args, sy_error *err)
 {
     (void)ctx;
-    sy_status st = linear_check_args(args, err);
+    sy_status st = sy_linear_check_args(args, err);
     if (st != SY_OK)
         return st;
     const linear_gemm_args a = linear_args_of(args);
@@ -360,7 +334,7 @@ typedef enum linear_operands { LINEAR_AS_GIVEN, LINEAR_WIDEN_X, LINEAR_SPLIT_X }
 extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_linear_args *args, sy_error *err)
 {
     linear_gpu *c = (linear_gpu *)ctx;
-    sy_status st = linear_check_args(args, err);
+    sy_status st = sy_linear_check_args(args, err);
     if (st != SY_OK)
         return st;
     if (!c)

@@ -1,4 +1,5 @@
 /* linear (cpu): y = x W^T + b, f32 or bf16 weights and activations, f32 accumulation in OpenBLAS. */
+#include "args.h"
 #include "cpu.h"
 
 #include "sy_plugin_role.h"
@@ -38,8 +39,8 @@ SY_GPU_FRONT_INIT(linear_tiled_front_init, SY_KIND_LINEAR, "linear_tiled")
 
 static const sy_linear_caps caps = {
     .struct_size = sizeof(sy_linear_caps),
-    .weight_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
-    .act_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
+    .weight_dtypes = SY_LINEAR_DTYPES,
+    .act_dtypes = SY_LINEAR_DTYPES,
     .has_bias = 1,
 };
 

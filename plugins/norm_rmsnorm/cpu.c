@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "sy_numeric.h"
-#include "sy_op_check.h"
+#include "args.h"
 
 #define ACT_DTYPES (SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16))
 
@@ -35,44 +35,6 @@ static void *row_of(const sy_tensor *t, int64_t m)
     return (uint8_t *)t->data + m * t->stride[0] * (int64_t)sy_dtype_size(t->dtype);
 }
 
-static sy_status check_matrix(const char *name, const sy_tensor *t, int64_t M, int64_t N, sy_error *err)
-{
-    static const char op[] = "norm rmsnorm";
-    int64_t want[2] = {M, N};
-    return sy_op_check_dense_tensor(op, name, t, ACT_DTYPES, 2, want, 1, err);
-}
-
-static sy_status check_args(const sy_norm_args *a, int64_t *nout, sy_error *err)
-{
-    static const char op[] = "norm rmsnorm";
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_norm_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    if (a->x.ndim != 2)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x has %d dimensions, expected 2 ([M, N])", op, (int)a->x.ndim);
-    const int64_t M = a->x.shape[0], N = a->x.shape[1];
-    if (a->pad_to_multiple > SY_NORM_RMSNORM_CPU_MAX_PAD)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: pad_to_multiple %u exceeds the supported %d", op,
-                          a->pad_to_multiple, SY_NORM_RMSNORM_CPU_MAX_PAD);
-    const int64_t p = a->pad_to_multiple > 1 ? a->pad_to_multiple : 1;
-    *nout = (N + p - 1) / p * p;
-    if (!(a->eps >= 0.0f) || isinf(a->eps))
-        return sy_op_fail(err, SY_E_INVALID, "%s: eps %g must be finite and >= 0", op, (double)a->eps);
-    sy_status st = check_matrix("x", &a->x, M, N, err);
-    int64_t want_w[1] = {N};
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "weight", &a->weight, ACT_DTYPES, 1, want_w, 0, err);
-    if (st == SY_OK)
-        st = check_matrix("out", &a->out, M, *nout, err);
-    if (st == SY_OK && a->residual.data)
-        st = check_matrix("residual", &a->residual, M, N, err);
-    if (st == SY_OK && a->residual.data && !a->residual_out.data)
-        return sy_op_fail(err, SY_E_INVALID, "%s: residual is given but residual_out is missing", op);
-    if (st == SY_OK && a->residual_out.data)
-        st = check_matrix("residual_out", &a->residual_out, M, N, err);
-    return st;
-}
-
 /* Eight partial sums, combined pairwise: a fixed order, and less rounding than one running sum. */
 static float sum_of_squares(const void *x, int32_t xt, const void *res, int32_t rt, int64_t N)
 {
@@ -89,7 +51,7 @@ static sy_status rmsnorm(void *ctx, sy_stream stream, const sy_norm_args *a, sy_
     (void)ctx;
     (void)stream;
     int64_t nout = 0;
-    sy_status st = check_args(a, &nout, err);
+    sy_status st = sy_norm_rmsnorm_check_args(a, ACT_DTYPES, INT64_MAX, &nout, err);
     if (st != SY_OK)
         return st;
     const int64_t M = a->x.shape[0], N = a->x.shape[1];

@@ -33,6 +33,7 @@
  * residual (the engine's in-place residual stream) and out may alias x, as on the host. */
 #include <math.h>
 
+#include "args.h"
 #include "gpu.h"
 #include "gpu_runtime.h"
 #include "gpu_warp.h"
@@ -402,46 +403,6 @@ static __global__ void __launch_bounds__(NORM_MAX_GROUP) norm_gpu_kernel(norm_gp
 /* ------------------------------------------------------------------------------------------ */
 /* host side                                                                                   */
 
-static sy_status norm_check_matrix(const char *name, const sy_tensor *t, int64_t M, int64_t N, sy_error *err)
-{
-    const int64_t want[2] = {M, N};
-    return sy_op_check_dense_tensor("norm rmsnorm", name, t, NORM_DTYPES, 2, want, 1, err);
-}
-
-static sy_status norm_check_args(const sy_norm_args *a, int64_t *nout, sy_error *err)
-{
-    static const char op[] = "norm rmsnorm";
-    if (!a || a->struct_size < sizeof *a)
-        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_norm_args (%zu)", op,
-                          a ? a->struct_size : 0u, sizeof *a);
-    if (a->x.ndim != 2)
-        return sy_op_fail(err, SY_E_INVALID, "%s: x has %d dimensions, expected 2 ([M, N])", op, (int)a->x.ndim);
-    const int64_t M = a->x.shape[0], N = a->x.shape[1];
-    if (a->pad_to_multiple > SY_NORM_RMSNORM_GPU_MAX_PAD)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: pad_to_multiple %u exceeds the supported %d", op,
-                          a->pad_to_multiple, SY_NORM_RMSNORM_GPU_MAX_PAD);
-    const int64_t p = a->pad_to_multiple > 1 ? a->pad_to_multiple : 1;
-    *nout = (N + p - 1) / p * p;
-    if (!(a->eps >= 0.0f) || isinf(a->eps))
-        return sy_op_fail(err, SY_E_INVALID, "%s: eps %g must be finite and >= 0", op, (double)a->eps);
-    if (*nout > UINT32_MAX / 2)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld output columns exceed the kernel's 32-bit column index", op,
-                          (long long)*nout);
-    const int64_t want_w[1] = {N};
-    sy_status st = norm_check_matrix("x", &a->x, M, N, err);
-    if (st == SY_OK)
-        st = sy_op_check_dense_tensor(op, "weight", &a->weight, NORM_DTYPES, 1, want_w, 0, err);
-    if (st == SY_OK)
-        st = norm_check_matrix("out", &a->out, M, *nout, err);
-    if (st == SY_OK && a->residual.data)
-        st = norm_check_matrix("residual", &a->residual, M, N, err);
-    if (st == SY_OK && a->residual.data && !a->residual_out.data)
-        return sy_op_fail(err, SY_E_INVALID, "%s: residual is given but residual_out is missing", op);
-    if (st == SY_OK && a->residual_out.data)
-        st = norm_check_matrix("residual_out", &a->residual_out, M, N, err);
-    return st;
-}
-
 /* Rows of a single-row call may have any stride in the view; the kernel then never uses it. */
 static int64_t norm_stride(const sy_tensor *t, int64_t rows)
 {
@@ -485,7 +446,8 @@ extern "C" sy_status sy_norm_rmsnorm_gpu(void *ctx, sy_stream stream, const sy_n
 {
     (void)ctx;
     int64_t nout = 0;
-    sy_status st = norm_check_args(in, &nout, err);
+    /* The kernel indexes a row's columns in 32 bits, two to an element pair. */
+    sy_status st = sy_norm_rmsnorm_check_args(in, NORM_DTYPES, UINT32_MAX / 2, &nout, err);
     if (st != SY_OK)
         return st;
     const int64_t M = in->x.shape[0], N = in->x.shape[1];

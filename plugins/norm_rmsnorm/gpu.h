@@ -8,8 +8,6 @@
 extern "C" {
 #endif
 
-/* Largest pad_to_multiple the GPU rmsnorm accepts: the host version's, so that both declare the same caps. */
-enum { SY_NORM_RMSNORM_GPU_MAX_PAD = 4096 };
 
 extern const sy_norm_ops sy_norm_rmsnorm_gpu_ops;
 

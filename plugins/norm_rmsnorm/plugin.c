@@ -1,5 +1,6 @@
 /* norm_rmsnorm (cpu): RMSNorm, fused residual add, zero padding to a multiple (the add+RMSNorm+pad
  * that feeds a padded MXFP4 MoE). */
+#include "args.h"
 #include "cpu.h"
 
 #include "sy_plugin_role.h"
@@ -7,7 +8,6 @@
 #if defined(SY_PLUGIN_BACKEND_GPU)
 /* The cuda and hip libraries: the same op and caps, run by gpu.cu. */
 #include "gpu.h"
-#define NORM_MAX_PAD SY_NORM_RMSNORM_GPU_MAX_PAD
 #define NORM_WHERE "on the GPU"
 #if defined(SY_PLUGIN_GPU_FRONT)
 #include "sy_gpu_front.h"
@@ -20,7 +20,6 @@ SY_GPU_FRONT_INIT(norm_front_init, SY_KIND_NORM, "norm_rmsnorm")
 #endif
 #else
 #define NORM_OPS sy_norm_rmsnorm_cpu_ops
-#define NORM_MAX_PAD SY_NORM_RMSNORM_CPU_MAX_PAD
 #define NORM_WHERE "host reference"
 #endif
 
@@ -28,7 +27,7 @@ static const sy_norm_caps caps = {
     .struct_size = sizeof(sy_norm_caps),
     .features = SY_NORM_RMSNORM | SY_NORM_FUSED_ADD | SY_NORM_PAD_TO_MULTIPLE,
     .dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
-    .max_pad_multiple = NORM_MAX_PAD,
+    .max_pad_multiple = SY_NORM_RMSNORM_MAX_PAD,
 };
 
 static const sy_plugin_desc desc = {

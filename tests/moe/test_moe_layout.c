@@ -40,7 +40,7 @@ static uint8_t *prepare(const moe_checkpoint *c, uint32_t layout, uint64_t *byte
 {
     sy_moe_shape shape = {sizeof shape, c->E, c->H, c->I, 2, 1.702f, 7.0f, 0};
     sy_error err = {{0}};
-    ck_assert_msg(sy_moe_mxfp4_cpu_prepared_bytes(&shape, bytes, &err) == SY_OK, "%s", err.msg);
+    ck_assert_msg(sy_moe_mxfp4_prepared_bytes(&shape, bytes, &err) == SY_OK, "%s", err.msg);
     uint8_t *buf = malloc(*bytes);
     sy_poison_bytes(buf, *bytes);
     void *ctx = NULL;
