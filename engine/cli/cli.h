@@ -9,7 +9,7 @@
 /* Documented exit codes (README.md, `switchyard --help`). */
 enum {
     SY_EXIT_OK = 0,       /* success */
-    SY_EXIT_FAILED = 1,   /* the command ran and its verdict is negative (config errors, numerics beyond tolerance, failed cases) */
+    SY_EXIT_FAILED = 1,   /* the command's verdict is negative: config check errors, numerics off, failed cases */
     SY_EXIT_USAGE = 2,    /* bad command line or unusable config */
     SY_EXIT_RUNTIME = 3   /* a backend, plugin or I/O failure while running */
 };

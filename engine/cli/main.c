@@ -38,9 +38,9 @@ static void usage(FILE *f)
             "\n"
             "exit status:\n"
             "  0  success\n"
-            "  1  the command's verdict is negative (config errors, numerics beyond tolerance,\n"
-            "     failed conformance cases)\n"
-            "  2  usage or config error\n"
+            "  1  the command's verdict is negative (config check finding errors, numerics beyond\n"
+            "     tolerance, failed conformance cases)\n"
+            "  2  a usage error, or a config error that stops run, ab or bench\n"
             "  3  a backend, plugin or I/O failure while running\n");
 }
 

@@ -141,7 +141,7 @@ static const sy_plugin_desc desc = {
     .backend = "cpu",
     .version = "1.0.0",
     .description = "example third-party RMSNorm (fused add, zero padding), f32, double sums",
-    .rank = -1, /* below the in-tree norm under `auto`: chosen only when a config names it */
+    .rank = -1, /* below the in-tree norm under `auto`: it runs when a config names it (or when no other norm fits) */
     .caps = &caps,
     .ops = &ops,
 };

@@ -3,7 +3,7 @@
  * parameter, so kv_nhd and kv_vectorized_5d share all of it; a fused rope + KV write on the host
  * stores its rotated rows through sy_kv_store_token.
  *
- * Store rule (DESIGN.md, KV layouts): f32 and bf16 pools hold the value rounded to the store type
+ * Store rule (docs/plugin-abi.md, kv_layout): f32 and bf16 pools hold the value rounded to the store type
  * (bf16 round to nearest even); an fp8_e4m3 pool holds fp8_e4m3(x / scale) with a per-tensor fp32
  * scale (a true division, not a multiplication by 1/scale, so that every writer of the project
  * can agree bit for bit); reading back multiplies by the scale. */

@@ -96,7 +96,8 @@ sy_status sy_moe_mxfp4_check_route_tensors(const char *op, const sy_moe_route_ar
 {
     *T = a->logits.ndim == 2 ? a->logits.shape[0] : SY_ANY_DIM;
     const int64_t want_logits[2] = {SY_ANY_DIM, a->shape.num_experts};
-    sy_status st = sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
+    sy_status st =
+        sy_op_check_dense_tensor(op, "logits", &a->logits, SY_DTYPE_BIT(SY_DTYPE_F32), 2, want_logits, 1, err);
     return st == SY_OK ? check_topk(op, &a->topk_ids, &a->topk_weights, *T, a->shape.top_k, err) : st;
 }
 

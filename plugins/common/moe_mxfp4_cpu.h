@@ -1,7 +1,7 @@
 /* Host implementation of the MXFP4 MoE ops, shared by moe_mxfp4_interleave and moe_mxfp4_separated:
  * the tile layout is the gate_up_layout given at init (moe_layout.h), nothing else differs.
  *
- * Forward, per expert e with tokens routed to it (gpt-oss MLPBlock; DESIGN.md, MoE):
+ * Forward, per expert e with tokens routed to it (gpt-oss MLPBlock; docs/plugin-abi.md, moe):
  *   h = W13 x + b13; g = min(h_gate, limit), u = clamp(h_up, -limit, limit);
  *   a = g * sigmoid(alpha * g) * (u + 1); y = W2 a + b2; out[t] += weight(t, e) * y.
  * Rows of W13 and W2 are decoded from the prepared (shuffled) buffer in storage order, 16-row tile

@@ -8,7 +8,7 @@
  * version can do: read the prepared buffer's header, the routing ids and the device's verdicts
  * before returning. Here those checks run on the device and a failed one turns the outputs they
  * govern into NaN instead of an error code (a wrong buffer or an expert id out of range never
- * gives plausible numbers); the engine checks index ranges at the call boundary as plugin.h says. */
+ * gives plausible numbers), as plugin.h allows for ids written on the device. */
 #ifndef SY_MOE_MXFP4_GPU_H
 #define SY_MOE_MXFP4_GPU_H
 

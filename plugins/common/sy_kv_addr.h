@@ -96,7 +96,7 @@ SY_HD sy_kv_dims sy_kv_dims_of(const sy_kv_geometry *g)
 /* The D elements of one (slot, head) row, as runs of contiguous-or-strided elements: element d is
  * at base + (d / run) * run_stride + (d % run) * elem_stride. Row walkers (writers, gatherers,
  * tile loaders) use this instead of one offset call per element, and agree with the offset
- * functions above by construction (tests/kv checks both against DESIGN.md's formulas).
+ * functions above by construction (tests/kv checks both against docs/plugin-abi.md's formulas).
  *   nhd:              one run of D, elem_stride 1
  *   vectorized_5d K:  runs of X contiguous elements, P*X apart
  *   vectorized_5d V:  one run of D, elem_stride X (a token's values interleave with X-1 others) */

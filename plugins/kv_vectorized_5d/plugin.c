@@ -1,6 +1,6 @@
 /* kv_vectorized_5d (cpu): the AITER / SGLang vectorized_5d KV layout, K (pages, H, D/X, P, X) and
  * V (pages, H, P/X, D, X) with X = 16 / store bytes, so that a GPU thread loads 16 bytes of one
- * page at a time. Default page size 64 (DESIGN.md rule 1; SGLang's value for this layout). */
+ * page at a time. Default page size 64 (composition rule 1 of docs/config.md; SGLang's value for this layout). */
 #include "kv_plugin_cpu.h"
 
 #ifdef SY_PLUGIN_BACKEND_GPU

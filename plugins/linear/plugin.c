@@ -61,7 +61,8 @@ static const sy_plugin_desc desc = {
 };
 
 #if defined(SY_PLUGIN_BACKEND_CUDA)
-/* The hip library's kernel, built for cuda so that it is tested on a real GPU; never chosen by `auto`. */
+/* The hip library's kernel, built for cuda so that it is tested on a real GPU; `auto` takes it only where
+ * `linear` cannot serve. */
 static const sy_plugin_desc tiled_desc = {
     .abi_major = SY_ABI_MAJOR,
     .abi_minor = SY_ABI_MINOR,

@@ -1,4 +1,4 @@
-/* Extend with a cached prefix, composed the way the engine composes it (DESIGN.md, Attention):
+/* Extend with a cached prefix, composed the way the engine composes it (docs/plugin-abi.md, attention):
  * the pool already holds every token of each sequence (prefix and new chunk); kv_layout.gather
  * reads them back to linear K/V in the store dtype, and attention.prefill_linear runs the new
  * queries against them, query i of a sequence at position Lk - Lq + i. Both calls go through the

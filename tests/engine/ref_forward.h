@@ -1,6 +1,6 @@
 /* A plain-C reference of the gpt-oss decoder in double precision: dense causal attention over
  * explicit K/V per sequence, experts dequantized from the checkpoint's MXFP4 blocks. Written from
- * the contracts in DESIGN.md, independently of the plugins it checks. */
+ * the contracts of docs/plugin-abi.md, independently of the plugins it checks. */
 #ifndef SY_REF_FORWARD_H
 #define SY_REF_FORWARD_H
 

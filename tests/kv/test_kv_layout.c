@@ -1,5 +1,5 @@
 /* The kv_nhd and kv_vectorized_5d plugins, loaded through the registry: geometry rules, the byte
- * position of every element against DESIGN.md's formulas (written out again here, not taken from
+ * position of every element against docs/plugin-abi.md's formulas (written out again here, not taken from
  * sy_kv_addr.h), write / gather round trips bit for bit, skipped slots, the SWA slot map, fp8
  * scales, and the engine's call-boundary checks of write and gather. */
 #include <check.h>
@@ -20,7 +20,7 @@ static const sy_plugin_desc *kv_plugin(uint32_t layout)
     return sy_cpu_plugin(SY_KIND_KV_LAYOUT, layout == SY_LAYOUT_NHD ? "kv_nhd" : "kv_vectorized_5d");
 }
 
-/* DESIGN.md, Semantics, KV layouts. */
+/* docs/plugin-abi.md, kv_layout. */
 static uint64_t design_offset(uint32_t layout, int is_v, uint64_t P, uint64_t H, uint64_t D, uint64_t X, uint64_t s,
                               uint64_t h, uint64_t d)
 {
@@ -439,7 +439,7 @@ static size_t division_sensitive_values(float scale, float *out, size_t cap)
     return n;
 }
 
-/* DESIGN.md: the fp8 store holds fp8_e4m3(x / scale), a true division, so that every writer of
+/* docs/plugin-abi.md, kv_layout: the fp8 store holds fp8_e4m3(x / scale), a true division, so that every writer of
  * the project (host and GPU) stores the same bits. */
 START_TEST(fp8_store_divides_by_the_scale)
 {

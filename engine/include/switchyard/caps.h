@@ -86,7 +86,7 @@ typedef struct sy_rope_caps {
 enum {
     SY_NORM_RMSNORM = 1u << 0,         /* plain rmsnorm */
     SY_NORM_FUSED_ADD = 1u << 1,       /* residual add fused, residual_out written */
-    SY_NORM_PAD_TO_MULTIPLE = 1u << 2  /* output padded with zeros to a multiple of the column count */
+    SY_NORM_PAD_TO_MULTIPLE = 1u << 2  /* output columns zero-padded up to a multiple of pad_to_multiple */
 };
 
 typedef struct sy_norm_caps {

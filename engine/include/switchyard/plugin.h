@@ -21,8 +21,9 @@
  * args struct or tensor past the call. Every op is enqueued on the given stream and may return
  * before the device work finishes; it must not synchronize the device except where documented.
  * The engine calls one plugin context from one thread at a time. Index tensors (slot maps, block
- * tables, lengths, cu_seqlens, expert ids) are int32; the host checks dtypes, shapes and index
- * ranges at the call boundary before calling an op.
+ * tables, lengths, cu_seqlens, expert ids) are int32. Before a kv_layout or attention op the host
+ * checks dtypes, shapes and index ranges at the call boundary; expert ids are written by route on
+ * the device, so a MoE forward range-checks them itself (an error on the host, NaN outputs on a GPU).
  *
  * Errors. An op returns SY_OK or a sy_status and fills *err with one line naming the argument and
  * the offending values. It never aborts the process and never prints. */

@@ -53,7 +53,7 @@ typedef enum sy_load_stage {
     SY_STAGE_ABI,            /* version 0, other major, newer minor, or NULL from the entry point */
     SY_STAGE_DESCRIPTOR,     /* struct too small, empty name / backend, unknown kind, missing caps / ops */
     SY_STAGE_DUPLICATE,      /* same (kind, name, backend) as an earlier file */
-    SY_STAGE_INIT            /* init (plugin) or probe (backend) failed */
+    SY_STAGE_INIT            /* a plugin's init failed (a backend whose probe finds no device still loads, unusable) */
 } sy_load_stage;
 
 typedef struct sy_registry_entry {

@@ -103,7 +103,7 @@ int sy_conf_pool_write(sy_conf_case *c, sy_conf_pool *pool, const sy_kv_write_ar
            sy_conf_case_call(c, "reference kv_layout.write", ops->write(pool->writer->ctx, NULL, a, &err), &err);
 }
 
-/* The inverse of the offset formulas of DESIGN.md (KV layouts), for messages only. */
+/* The inverse of the offset formulas of docs/plugin-abi.md (kv_layout), for messages only. */
 void sy_conf_pool_describe(const void *user, uint64_t index, char *buf, size_t len)
 {
     const sy_conf_pool_where *w = user;
