@@ -30,7 +30,7 @@ static void expect_run(const char *const *args, int exit_code, int on_stderr, co
 START_TEST(help_exits_zero_and_documents_exit_codes)
 {
     static const char *const parts[] = {"usage: switchyard", "exit status:\n  0  success\n",
-                                        "\n  1  the command's verdict is negative", "\n  2  usage or config error\n",
+                                        "\n  1  the command's verdict is negative", "\n  2  a usage error, or a config error that stops run",
                                         "\n  3  a backend, plugin or I/O failure while running\n",
                                         "  plugins ", "--plugin-path DIR", "--allow-insecure-plugins",
                                         "never the current directory", NULL};
