@@ -257,17 +257,6 @@ static void name_side_sets(const ab_opts *o, sy_ab_report *r)
         }
 }
 
-typedef void (*report_writer)(const sy_ab_report *, FILE *);
-
-static int write_report(const char *path, report_writer fn, const sy_ab_report *r)
-{
-    sy_report_file rf;
-    if (sy_report_open(&rf, path) != 0)
-        return -1;
-    fn(r, rf.f);
-    return sy_report_commit(&rf);
-}
-
 int sy_cmd_ab(int argc, char **argv)
 {
     sy_cli_common common = {0};
@@ -287,6 +276,7 @@ int sy_cmd_ab(int argc, char **argv)
     sy_ab_report report;
     memset(&report, 0, sizeof report);
     int have_report = 0;
+    sy_report_file json_file = {0}, html_file = {0};
     int rc = SY_EXIT_USAGE;
     int parsed = parse(&o, &common, argc, argv);
     if (parsed != 0) {
@@ -312,6 +302,8 @@ int sy_cmd_ab(int argc, char **argv)
         o.ab.progress_user = NULL;
     }
     rc = SY_EXIT_RUNTIME;
+    if ((o.json && sy_report_open(&json_file, o.json) != 0) || (o.html && sy_report_open(&html_file, o.html) != 0))
+        goto out;
     if (sy_ab_run(sides, &o.ab, &report, &err) != SY_OK) {
         if (isatty(fileno(stderr)))
             fputs("\r\033[K", stderr);
@@ -322,16 +314,24 @@ int sy_cmd_ab(int argc, char **argv)
     name_side_sets(&o, &report);
     sy_ab_write_text(&report, stdout);
     fflush(stdout);
-    if (o.json && write_report(o.json, sy_ab_write_json, &report) != 0)
-        goto out;
-    if (o.html && write_report(o.html, sy_ab_write_html, &report) != 0)
-        goto out;
+    if (o.json) {
+        sy_ab_write_json(&report, json_file.f);
+        if (sy_report_commit(&json_file) != 0)
+            goto out;
+    }
+    if (o.html) {
+        sy_ab_write_html(&report, html_file.f);
+        if (sy_report_commit(&html_file) != 0)
+            goto out;
+    }
     if (o.json)
         printf("json report: %s\n", o.json);
     if (o.html)
         printf("html report: %s\n", o.html);
     rc = report.exit_code;
 out:
+    sy_report_abort(&json_file);
+    sy_report_abort(&html_file);
     if (have_report)
         sy_ab_report_free(&report);
     for (int s = 0; s < SY_AB_SIDES; s++) {

@@ -81,7 +81,7 @@ static int parse_value(const char *flag, const char *text, bench_opts *o)
     } else if (strcmp(flag, "--seed") == 0) {
         char *end = NULL;
         errno = 0;
-        unsigned long long v = strtoull(text, &end, 0);
+        unsigned long long v = strtoull(text, &end, 10); /* decimal, as printed: never octal or hex */
         if (errno || end == text || *end || text[0] == '-') {
             fprintf(stderr, "switchyard bench: --seed '%s' is not a non-negative integer\n", text);
             return 0;
@@ -153,15 +153,6 @@ static void print_result(void *user, const sy_bench_report *rep, const sy_bench_
     fflush(stdout);
 }
 
-static int write_json(const char *path, const sy_bench_report *rep)
-{
-    sy_report_file f;
-    if (sy_report_open(&f, path) != 0)
-        return -1;
-    sy_bench_write_json(rep, f.f);
-    return sy_report_commit(&f);
-}
-
 int sy_cmd_bench(int argc, char **argv)
 {
     sy_cli_common common = {0};
@@ -182,8 +173,14 @@ int sy_cmd_bench(int argc, char **argv)
 
     sy_registry *reg = NULL;
     sy_error err = {{0}};
+    sy_report_file json_file = {0};
+    if (o.json && !o.run.list_only && sy_report_open(&json_file, o.json) != 0) {
+        sy_cli_common_free(&common);
+        return SY_EXIT_RUNTIME;
+    }
     if (sy_cli_open_registry(&common, &reg, &err) != SY_OK) {
         fprintf(stderr, "switchyard bench: %s\n", err.msg);
+        sy_report_abort(&json_file);
         sy_cli_common_free(&common);
         return SY_EXIT_RUNTIME;
     }
@@ -211,9 +208,13 @@ int sy_cmd_bench(int argc, char **argv)
         sy_bench_format_summary(&rep, summary, sizeof summary);
         printf("%s\n", summary);
         code = rep.errors ? SY_EXIT_FAILED : SY_EXIT_OK;
-        if (o.json && write_json(o.json, &rep) != 0)
-            code = SY_EXIT_RUNTIME;
+        if (o.json) {
+            sy_bench_write_json(&rep, json_file.f);
+            if (sy_report_commit(&json_file) != 0)
+                code = SY_EXIT_RUNTIME;
+        }
     }
+    sy_report_abort(&json_file);
     sy_bench_report_free(&rep);
     sy_registry_close(reg);
     sy_cli_common_free(&common);

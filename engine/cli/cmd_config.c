@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "compose/compose.h"
 #include "config/config.h"
+#include "report_file.h"
 
 static void usage(FILE *f)
 {
@@ -43,9 +44,33 @@ typedef struct config_args {
     size_t n_sets;
     int import_env;
     sy_config_format format;
+    const char *format_given; /* the --format option as typed, NULL when absent */
     const char *doc_output;
     const char *doc_check;
+    int help;
 } config_args;
+
+/* Which options each subcommand takes: one given to a subcommand that would ignore it is a usage
+ * error, never silently dropped. */
+enum {
+    TAKES_FILES = 1 << 0,
+    TAKES_ONE_FILE = 1 << 1,
+    TAKES_SETS = 1 << 2, /* --set, --import-env */
+    TAKES_PLUGINS = 1 << 3,
+    TAKES_FORMAT = 1 << 4,
+    TAKES_DOC_FILES = 1 << 5 /* --output, --check */
+};
+
+static const struct {
+    const char *name;
+    unsigned takes;
+} subcommands[] = {
+    {"check", TAKES_FILES | TAKES_SETS | TAKES_PLUGINS},
+    {"show", TAKES_ONE_FILE | TAKES_SETS | TAKES_PLUGINS | TAKES_FORMAT},
+    {"explain", TAKES_ONE_FILE | TAKES_SETS | TAKES_PLUGINS},
+    {"import-env", 0},
+    {"doc", TAKES_DOC_FILES},
+};
 
 static void push(const char ***list, size_t *n, const char *value)
 {
@@ -96,6 +121,7 @@ static int parse_args(int argc, char **argv, config_args *a)
         if ((v = option_value(argc, argv, &i, "--set", &missing)))
             push(&a->sets, &a->n_sets, v);
         else if ((v = option_value(argc, argv, &i, "--format", &missing))) {
+            a->format_given = v;
             if (strcmp(v, "yaml") == 0)
                 a->format = SY_FORMAT_YAML;
             else if (strcmp(v, "ini") == 0)
@@ -114,11 +140,57 @@ static int parse_args(int argc, char **argv, config_args *a)
             return 0;
         else if (strcmp(argv[i], "--import-env") == 0)
             a->import_env = 1;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            a->help = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "switchyard config: unknown option '%s' (see switchyard config --help)\n", argv[i]);
             return 0;
         } else
             push(&a->files, &a->n_files, argv[i]);
+    }
+    return 1;
+}
+
+static const char *option_not_taken(const config_args *a, unsigned takes)
+{
+    if (!(takes & TAKES_SETS) && a->n_sets)
+        return "--set";
+    if (!(takes & TAKES_SETS) && a->import_env)
+        return "--import-env";
+    if (!(takes & TAKES_PLUGINS) && (a->common.n_plugin_paths || a->common.allow_insecure))
+        return a->common.n_plugin_paths ? "--plugin-path" : "--allow-insecure-plugins";
+    if (!(takes & TAKES_FORMAT) && a->format_given)
+        return "--format";
+    if (!(takes & TAKES_DOC_FILES) && a->doc_output)
+        return "--output";
+    if (!(takes & TAKES_DOC_FILES) && a->doc_check)
+        return "--check";
+    return NULL;
+}
+
+/* 1 when the options and files suit the subcommand; otherwise says why. */
+static int suits(const char *sub, unsigned takes, const config_args *a)
+{
+    const char *extra = option_not_taken(a, takes);
+    if (extra) {
+        fprintf(stderr, "switchyard config %s: %s does not apply here (see switchyard config --help)\n", sub, extra);
+        return 0;
+    }
+    if (!(takes & (TAKES_FILES | TAKES_ONE_FILE)) && a->n_files) {
+        fprintf(stderr, "switchyard config %s: takes no file (got '%s')\n", sub, a->files[0]);
+        return 0;
+    }
+    if ((takes & TAKES_ONE_FILE) && a->n_files > 1) {
+        fprintf(stderr, "switchyard config %s: give at most one config file\n", sub);
+        return 0;
+    }
+    if ((takes & TAKES_FILES) && a->n_files == 0) {
+        fprintf(stderr, "switchyard config %s: give one or more config files\n", sub);
+        return 0;
+    }
+    if (a->doc_output && a->doc_check) {
+        fprintf(stderr, "switchyard config %s: --output and --check exclude each other\n", sub);
+        return 0;
     }
     return 1;
 }
@@ -135,11 +207,13 @@ static sy_config *load(const config_args *a, const char *file, sy_diags *d)
 /* Load and compose one config; the composition is returned for show / explain (NULL when the
  * file could not be loaded or the registry not opened). */
 static sy_composition *load_and_compose(const config_args *a, const char *file, sy_config **cfg, sy_registry **reg,
-                                        sy_diags *d)
+                                        sy_diags *d, size_t *load_errors)
 {
     sy_error err = {{0}};
     *reg = NULL;
+    size_t before = sy_diags_count(d, SY_SEV_ERROR);
     *cfg = load(a, file, d);
+    *load_errors = sy_diags_count(d, SY_SEV_ERROR) - before;
     if (!*cfg)
         return NULL;
     if (sy_compose_open_registry(*cfg, a->common.plugin_paths, a->common.n_plugin_paths, a->common.allow_insecure,
@@ -162,16 +236,12 @@ static int finish(sy_diags *d)
 
 static int cmd_check(const config_args *a)
 {
-    if (a->n_files == 0) {
-        fprintf(stderr, "switchyard config check: give one or more config files\n");
-        return SY_EXIT_USAGE;
-    }
     sy_diags d = {0};
     for (size_t i = 0; i < a->n_files; i++) {
         sy_config *cfg;
         sy_registry *reg;
-        size_t before = sy_diags_count(&d, SY_SEV_ERROR);
-        sy_composition *comp = load_and_compose(a, a->files[i], &cfg, &reg, &d);
+        size_t before = sy_diags_count(&d, SY_SEV_ERROR), load_errors;
+        sy_composition *comp = load_and_compose(a, a->files[i], &cfg, &reg, &d, &load_errors);
         if (sy_diags_count(&d, SY_SEV_ERROR) == before)
             printf("%s: ok\n", a->files[i]);
         sy_composition_free(comp);
@@ -183,18 +253,17 @@ static int cmd_check(const config_args *a)
 
 static int cmd_show_or_explain(const config_args *a, int explain)
 {
-    if (a->n_files > 1) {
-        fprintf(stderr, "switchyard config %s: give at most one config file\n", explain ? "explain" : "show");
-        return SY_EXIT_USAGE;
-    }
     sy_diags d = {0};
     sy_config *cfg;
     sy_registry *reg;
-    sy_composition *comp = load_and_compose(a, a->n_files ? a->files[0] : NULL, &cfg, &reg, &d);
+    size_t load_errors = 0;
+    sy_composition *comp = load_and_compose(a, a->n_files ? a->files[0] : NULL, &cfg, &reg, &d, &load_errors);
     int rc = SY_EXIT_OK;
     if (explain && comp)
         sy_composition_explain(comp, cfg, stdout);
-    else if (!explain && cfg && sy_diags_count(&d, SY_SEV_ERROR) == 0) {
+    else if (!explain && cfg && load_errors == 0) {
+        /* A config that loads is shown even when no plugin set can serve it here (a GPU config on a
+         * machine without one): the composition's errors still go to stderr and set the exit status. */
         sy_error err = {{0}};
         if (sy_config_write(cfg, a->format, stdout, &err) != SY_OK) {
             fprintf(stderr, "switchyard config show: %s\n", err.msg);
@@ -232,11 +301,15 @@ static int cmd_doc(const config_args *a)
     fclose(mem);
     int rc = SY_EXIT_OK;
     if (a->doc_output) {
-        FILE *f = fopen(a->doc_output, "wb");
-        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+        sy_report_file out;
+        if (sy_report_open(&out, a->doc_output) != 0)
+            rc = SY_EXIT_RUNTIME;
+        else if (fwrite(text, 1, len, out.f) != len) {
+            sy_report_abort(&out);
             fprintf(stderr, "switchyard config doc: cannot write %s\n", a->doc_output);
             rc = SY_EXIT_RUNTIME;
-        }
+        } else if (sy_report_commit(&out) != 0)
+            rc = SY_EXIT_RUNTIME;
     } else {
         FILE *f = fopen(a->doc_check, "rb");
         char *old = calloc(1, len + 2);
@@ -246,8 +319,8 @@ static int cmd_doc(const config_args *a)
         if (!f || n != len || memcmp(old, text, len) != 0) {
             fprintf(stderr,
                     "%s: error: stale: it differs from what the schema generates; regenerate it with "
-                    "`cmake --build BUILD --target config_doc`\n",
-                    a->doc_check);
+                    "`switchyard config doc --output %s`\n",
+                    a->doc_check, a->doc_check);
             rc = SY_EXIT_FAILED;
         }
         free(old);
@@ -268,6 +341,16 @@ int sy_cmd_config(int argc, char **argv)
         args_free(&a);
         return SY_EXIT_USAGE;
     }
+    if (a.help) {
+        usage(stdout);
+        args_free(&a);
+        return SY_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (strcmp(sub, subcommands[i].name) == 0 && !suits(sub, subcommands[i].takes, &a)) {
+            args_free(&a);
+            return SY_EXIT_USAGE;
+        }
     int rc;
     if (strcmp(sub, "check") == 0)
         rc = cmd_check(&a);

@@ -48,7 +48,7 @@ static int parse_seed(const char *text, uint64_t *seed)
 {
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(text, &end, 0);
+    unsigned long long v = strtoull(text, &end, 10); /* decimal, as printed: never octal or hex */
     if (errno || end == text || *end || text[0] == '-') {
         fprintf(stderr, "switchyard conformance: --seed '%s' is not a non-negative integer\n", text);
         return 0;
@@ -123,15 +123,6 @@ static void print_result(void *user, const sy_conf_report *rep, const sy_conf_re
     fflush(stdout);
 }
 
-static int write_json(const char *path, const sy_conf_report *rep)
-{
-    sy_report_file f;
-    if (sy_report_open(&f, path) != 0)
-        return -1;
-    sy_conf_write_json(rep, f.f);
-    return sy_report_commit(&f);
-}
-
 int sy_cmd_conformance(int argc, char **argv)
 {
     sy_cli_common common = {0};
@@ -150,8 +141,14 @@ int sy_cmd_conformance(int argc, char **argv)
 
     sy_registry *reg = NULL;
     sy_error err = {{0}};
+    sy_report_file json_file = {0};
+    if (o.json && sy_report_open(&json_file, o.json) != 0) {
+        sy_cli_common_free(&common);
+        return SY_EXIT_RUNTIME;
+    }
     if (sy_cli_open_registry(&common, &reg, &err) != SY_OK) {
         fprintf(stderr, "switchyard conformance: %s\n", err.msg);
+        sy_report_abort(&json_file);
         sy_cli_common_free(&common);
         return SY_EXIT_RUNTIME;
     }
@@ -167,6 +164,12 @@ int sy_cmd_conformance(int argc, char **argv)
     if (st != SY_OK) {
         fprintf(stderr, "switchyard conformance: %s\n", err.msg);
         code = st == SY_E_INVALID ? SY_EXIT_USAGE : SY_EXIT_RUNTIME;
+    } else if (rep.n_results == 0 && (o.run.case_filter || o.run.plugin)) {
+        /* A filter that selects nothing is a typo, not a pass. */
+        fprintf(stderr, "switchyard conformance: no case matches%s%s%s%s%s\n", o.run.plugin ? " --plugin '" : "",
+                o.run.plugin ? o.run.plugin : "", o.run.plugin ? "'" : "", o.run.case_filter ? " --case " : "",
+                o.run.case_filter ? o.run.case_filter : "");
+        code = SY_EXIT_USAGE;
     } else {
         char summary[160];
         sy_conf_format_summary(&rep, summary, sizeof summary);
@@ -175,9 +178,13 @@ int sy_cmd_conformance(int argc, char **argv)
         else
             printf("\n%s (%zu cases, %.1f s on %s)\n", summary, rep.n_results, rep.wall_ms * 1e-3, rep.device);
         code = rep.failed ? SY_EXIT_FAILED : SY_EXIT_OK;
-        if (o.json && write_json(o.json, &rep) != 0)
-            code = SY_EXIT_RUNTIME;
+        if (o.json) {
+            sy_conf_write_json(&rep, json_file.f);
+            if (sy_report_commit(&json_file) != 0)
+                code = SY_EXIT_RUNTIME;
+        }
     }
+    sy_report_abort(&json_file);
     sy_conf_report_free(&rep);
     sy_registry_close(reg);
     sy_cli_common_free(&common);

@@ -249,7 +249,7 @@ int sy_cmd_run(int argc, char **argv)
         if (r > 0)
             continue;
         const char *a = argv[i];
-        if (strcmp(a, "--help") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             rc = SY_EXIT_OK;
             goto out;
@@ -281,6 +281,7 @@ int sy_cmd_run(int argc, char **argv)
     sy_registry *reg = NULL;
     sy_composition *comp = NULL;
     sy_engine *engine = NULL;
+    sy_report_file report = {0};
     sy_error err = {{0}};
     if (!cfg || sy_diags_count(&diags, SY_SEV_ERROR)) {
         sy_diags_sort(&diags);
@@ -308,6 +309,8 @@ int sy_cmd_run(int argc, char **argv)
     if (!o.json && sy_config_str(cfg, "report.json")[0])
         o.json = sy_config_str(cfg, "report.json");
     rc = SY_EXIT_RUNTIME;
+    if (o.json && sy_report_open(&report, o.json) != 0)
+        goto done;
     if (sy_engine_create(&plan, &engine, &err) != SY_OK) {
         fprintf(stderr, "switchyard run: %s\n", err.msg);
         goto done;
@@ -321,16 +324,14 @@ int sy_cmd_run(int argc, char **argv)
     }
     print_metrics(&plan, &m);
     if (o.json) {
-        sy_report_file rf;
-        if (sy_report_open(&rf, o.json) != 0)
-            goto done;
-        write_json(rf.f, cfg, comp, &plan, &m);
-        if (sy_report_commit(&rf) != 0)
+        write_json(report.f, cfg, comp, &plan, &m);
+        if (sy_report_commit(&report) != 0)
             goto done;
         printf("  report               %s\n", o.json);
     }
     rc = SY_EXIT_OK;
 done:
+    sy_report_abort(&report);
     sy_engine_destroy(engine);
     if (comp)
         sy_composition_free(comp);

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,11 +11,11 @@ static const struct {
 } commands[] = {
     {"run", sy_cmd_run, "run a config's workload (prefill + decode) and report metrics"},
     {"ab", sy_cmd_ab, "compare two configs on identical weights and inputs"},
-    {"config", sy_cmd_config, "check, show, explain or import-env configuration"},
+    {"config", sy_cmd_config, "check, show or explain a config; import-env; the key reference"},
     {"plugins", sy_cmd_plugins, "list backends and plugins found, with status"},
     {"conformance", sy_cmd_conformance, "test a backend's plugins against the cpu reference"},
     {"bench", sy_cmd_bench, "benchmark kernels"},
-    {"checkpoint", sy_cmd_checkpoint, "write synthetic checkpoints"},
+    {"checkpoint", sy_cmd_checkpoint, "write synthetic checkpoints, check a checkpoint folder"},
 };
 
 static void usage(FILE *f)
@@ -44,7 +45,20 @@ static void usage(FILE *f)
             "  3  a backend, plugin or I/O failure while running\n");
 }
 
-int main(int argc, char **argv)
+/* What a command printed is its result: a write to stdout that failed (a full disk, a closed pipe
+ * reader) must not end in exit 0 with the output cut short. */
+static int finish_stdout(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        int saved = errno ? errno : EIO;
+        fprintf(stderr, "switchyard: cannot write the output: %s\n", strerror(saved));
+        return rc == SY_EXIT_OK ? SY_EXIT_RUNTIME : rc;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -66,4 +80,9 @@ int main(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "switchyard: unknown command '%s' (see switchyard --help)\n", cmd);
     return SY_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    return finish_stdout(dispatch(argc, argv));
 }
