@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "  --import-env               apply the SGLang variables (otherwise each one set is a warning)\n"
             "  --format yaml|ini|json     output syntax of show (default yaml)\n"
             "  --plugin-path DIR          search DIR for plugins first (repeatable)\n"
-            "  --allow-insecure-plugins   load plugin files or folders writable by group or others\n"
+            "  --allow-insecure-plugins   load plugin files or folders another user owns or can write\n"
             "\n"
             "Precedence: built-in default < config file < imported environment < --set.\n"
             "Reference: docs/config.md (switchyard config doc).\n");

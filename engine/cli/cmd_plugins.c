@@ -152,7 +152,8 @@ int sy_cmd_plugins(int argc, char **argv)
             printf("usage: switchyard plugins [--json] [--plugin-path DIR]... [--allow-insecure-plugins]\n"
                    "Lists every backend and plugin library on the search path: kind, name, backend, version,\n"
                    "capabilities, file, and status (loaded, or rejected with the stage and the reason).\n"
-                   "Plugin code is not run: only descriptors are read (and backends' probe).\n");
+                   "Each library is loaded (its initializers run) and its descriptor read; no op is called except\n"
+                   "backends' probe. Libraries owned by another user or writable by others are refused.\n");
             sy_cli_common_free(&common);
             return SY_EXIT_OK;
         } else {

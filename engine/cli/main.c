@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "\n"
             "options every command accepts:\n"
             "  --plugin-path DIR          search DIR for plugins first (repeatable)\n"
-            "  --allow-insecure-plugins   load plugin files or folders writable by group or others\n"
+            "  --allow-insecure-plugins   load plugin files or folders another user owns or can write\n"
             "\n"
             "plugin search order: --plugin-path / config plugin_path, then $SWITCHYARD_PLUGIN_PATH,\n"
             "then the switchyard/plugins folder beside libswitchyard; never the current directory.\n"

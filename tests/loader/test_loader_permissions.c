@@ -1,5 +1,5 @@
-/* Files and folders writable by group or others are refused at the permissions stage unless the
- * caller allows insecure plugins. The check reads mode bits, so it holds for root too (root
+/* Files and folders writable by group or others, or owned by another user than root or the caller,
+ * are refused at the permissions stage unless the caller allows insecure plugins. The check reads mode bits, so it holds for root too (root
  * ignores them when opening files). Each test arranges a copy in a private scratch folder. */
 #include <check.h>
 #include <stdlib.h>
@@ -98,12 +98,34 @@ START_TEST(symlink_between_folders)
 }
 END_TEST
 
+/* A library or folder owned by another user (not root) is refused even with safe modes: that user
+ * could rewrite it. Handing a file to another user needs root, which CI has; elsewhere the case
+ * has nothing to arrange and passes without asserting. Row 0: the file, row 1: its folder. */
+START_TEST(owned_by_another_user)
+{
+    const uid_t other = 65534; /* nobody */
+    if (geteuid() != 0 || other == geteuid())
+        return;
+    char *dir = sy_scratch_dir();
+    char *file = sy_scratch_copy("valid_norm", dir, NULL, 0644);
+    const char *owned = _i == 0 ? file : dir;
+    ck_assert_msg(chown(owned, other, (gid_t)-1) == 0, "chown %s", owned);
+    char *reason = _i == 0 ? strdup("file is owned by uid 65534, neither root nor this user")
+                           : sy_fixture_printf("folder %s is owned by uid 65534", dir);
+    expect_refused_unless_allowed(dir, file, reason);
+    free(reason);
+    free(file);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("loader_permissions");
     TCase *tc = tcase_create("permissions");
     tcase_add_loop_test(tc, mode_bits, 0, N_MODES);
     tcase_add_loop_test(tc, symlink_between_folders, 0, 2);
+    tcase_add_loop_test(tc, owned_by_another_user, 0, 2);
     suite_add_tcase(s, tc);
     return sy_fixture_run_suite(s);
 }

@@ -35,7 +35,7 @@ typedef struct sy_registry sy_registry;
 
 typedef struct sy_registry_options {
     uint32_t struct_size;
-    uint32_t allow_insecure;          /* 1: accept files / folders writable by group or others */
+    uint32_t allow_insecure;          /* 1: accept files / folders of other owners or writable by others */
     const char *const *plugin_paths;  /* searched first, in order (--plugin-path, config plugin_path) */
     size_t n_plugin_paths;
     uint32_t skip_environment;        /* 1: ignore SWITCHYARD_PLUGIN_PATH */
@@ -47,7 +47,7 @@ typedef enum sy_entry_type { SY_ENTRY_PLUGIN = 1, SY_ENTRY_BACKEND = 2 } sy_entr
 /* Stages at which a library can be rejected, in the order they are checked. */
 typedef enum sy_load_stage {
     SY_STAGE_NONE = 0,       /* loaded */
-    SY_STAGE_PERMISSIONS,    /* writable by group or others */
+    SY_STAGE_PERMISSIONS,    /* owned by another user (not root), or writable by group or others */
     SY_STAGE_OPEN,           /* dlopen failed: not a shared object, missing dependency */
     SY_STAGE_SYMBOL,         /* neither sy_plugin_entry nor sy_backend_entry */
     SY_STAGE_ABI,            /* version 0, other major, newer minor, or NULL from the entry point */

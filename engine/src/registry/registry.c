@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "registry/validate.h"
 #include "switchyard/switchyard.h"
@@ -91,11 +92,21 @@ __attribute__((format(printf, 3, 4))) static void set_reason(char *why, size_t l
     va_end(ap);
 }
 
-static int writable_by_others(const char *path, const char *what, char *why, size_t len)
+/* Loading a library runs its initializers, so its file and folders must be as trustworthy as the
+ * program itself: owned by the user running it or by root (as ssh and sudo require of what they
+ * read), and writable by nobody else. */
+static int untrusted(const char *path, const char *what, char *why, size_t len)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
         set_reason(why, len, "cannot stat %s: %s", path, strerror(errno));
+        return 1;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        set_reason(why, len,
+                   "%s is owned by uid %u, neither root nor this user (uid %u); fix with chown, or pass "
+                   "--allow-insecure-plugins",
+                   what, (unsigned)st.st_uid, (unsigned)geteuid());
         return 1;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
@@ -106,23 +117,23 @@ static int writable_by_others(const char *path, const char *what, char *why, siz
     return 0;
 }
 
-/* Group- or other-writable files or folders let another user inject code into the process. The
+/* Files or folders another user owns or can write let that user inject code into the process. The
  * folder that was searched counts as well as the one the file really lives in: a writable search
  * folder lets anyone add a library, or a symlink to one kept elsewhere. A sticky bit is no
  * excuse, since it stops others from replacing files, not from adding them. */
 static int insecure(const char *real, const char *search_dir, char *why, size_t len)
 {
     char copy[PATH_MAX], what[PATH_MAX + 16];
-    if (writable_by_others(real, "file", why, len))
+    if (untrusted(real, "file", why, len))
         return 1;
     snprintf(copy, sizeof copy, "%s", real);
     const char *dir = dirname(copy);
     snprintf(what, sizeof what, "folder %s", dir);
-    if (writable_by_others(dir, what, why, len))
+    if (untrusted(dir, what, why, len))
         return 1;
     if (strcmp(search_dir, dir) != 0) {
         snprintf(what, sizeof what, "folder %s", search_dir);
-        if (writable_by_others(search_dir, what, why, len))
+        if (untrusted(search_dir, what, why, len))
             return 1;
     }
     return 0;
