@@ -198,6 +198,25 @@ START_TEST(config_show_prints_a_config_that_cannot_compose)
 }
 END_TEST
 
+/* backend auto landing on the cpu because another backend cannot run here says so: otherwise a GPU
+ * config starts a gpt-oss workload on the host without a word. */
+START_TEST(backend_auto_names_the_backends_it_could_not_use)
+{
+    char *config = default_config();
+    char *unusable = sy_fixture_dir("backend_unusable");
+    const char *args[] = {"config", "check", config, "--set", "backend=auto", "--plugin-path", unusable, NULL};
+    sy_process_result r;
+    sy_run_switchyard(args, NULL, &r);
+    ck_assert_msg(r.exit_code == 0, "exit %d; stderr:\n%s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "warning: backend auto: fixture_backend_unusable cannot run here (") &&
+                      strstr(r.err, "running on cpu"),
+                  "stderr:\n%s", r.err);
+    sy_process_result_free(&r);
+    free(unusable);
+    free(config);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -208,6 +227,7 @@ int main(void)
         options_a_command_would_ignore_are_usage_errors,
         every_subcommand_takes_help,
         config_show_prints_a_config_that_cannot_compose,
+        backend_auto_names_the_backends_it_could_not_use,
     };
     return sy_fixture_run_tests("cli_outputs", tests, sizeof tests / sizeof tests[0]);
 }

@@ -60,6 +60,21 @@ static void error_at(sy_composition *c, const sy_config *cfg, sy_diags *d, const
     c->ok = 0;
 }
 
+/* A config that leaves the backend to auto and lands on the cpu because the GPU backend cannot run
+ * here would otherwise start, say, a gpt-oss-120b workload on the host without a word. */
+static void warn_unusable_backends(const sy_registry *reg, const sy_config *cfg, sy_diags *d,
+                                   const sy_registry_entry *chosen)
+{
+    size_t n = sy_registry_count(reg);
+    for (size_t i = 0; i < n; i++) {
+        const sy_registry_entry *e = sy_registry_get(reg, i);
+        if (e->backend && e->stage == SY_STAGE_NONE && e->probe_score <= 0)
+            sy_diags_add_at(d, SY_SEV_WARNING, sy_config_mark(cfg, "backend"),
+                            "backend auto: %s cannot run here (%s); running on %s", e->backend->name,
+                            e->probe_reason ? e->probe_reason : "its probe found no device", chosen->backend->name);
+    }
+}
+
 /* " (kv_cache.layout = vectorized_5d from configs/x.yaml:5:3)": where a value in a message came from. */
 static void cite(sy_str *s, const sy_config *cfg, const char *key)
 {
@@ -104,6 +119,7 @@ static void choose_backend(sy_composition *c, const sy_registry *reg, const sy_c
         } else {
             c->backend = best;
             c->backend_why = sy_asprintf("auto: highest probe score (%d) of %zu usable", best->probe_score, usable);
+            warn_unusable_backends(reg, cfg, d, best);
         }
         sy_str_free(&found);
         return;
