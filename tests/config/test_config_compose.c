@@ -11,6 +11,9 @@
 
 static sy_registry *reg;
 
+/* fx_kv_noslot (an nhd plugin) ends every kv_layout refusal of a vectorized_5d config. */
+#define KV_NOSLOT_ON_5D "; fx_kv_noslot is layout nhd, not kv_cache.layout vectorized_5d"
+
 static void open_fixtures(void)
 {
     reg = fixture_registry();
@@ -94,7 +97,7 @@ START_TEST(default_config_composes)
     /* Equal ranks: the name decides. */
     ck_assert_str_eq(chosen(&r, SY_KIND_LINEAR), "fx_linear_a");
     ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_LINEAR), "auto: highest rank (5, ties by name) of 2 compatible");
-    ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_KV_LAYOUT), "auto: the only compatible kv_layout plugin of 2");
+    ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_KV_LAYOUT), "auto: the only compatible kv_layout plugin of 3");
     ck_assert_str_eq(reason_of(&r, SY_KIND_KV_LAYOUT, "fx_kv_5d"), "is layout vectorized_5d, not kv_cache.layout nhd");
     /* The gpu plugin is not a candidate on cpu. */
     ck_assert_str_eq(reason_of(&r, SY_KIND_ATTENTION, "fx_attn_gpu"), "(not a candidate)");
@@ -137,7 +140,7 @@ START_TEST(rule1_fails_on_page_size_and_head_dim)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "p.yaml", 3, 14,
                 "no kv_layout plugin for backend cpu fits this config: fx_kv_5d needs kv_cache.page_size to be a "
                 "multiple of X = 8 (16 bytes / 2-byte bf16), not 60; fx_kv_nhd is layout nhd, not kv_cache.layout "
-                "vectorized_5d");
+                "vectorized_5d" KV_NOSLOT_ON_5D);
     ck_assert(!sy_composition_ok(r.comp));
     composed_free(&r);
 
@@ -148,7 +151,7 @@ START_TEST(rule1_fails_on_page_size_and_head_dim)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "p.yaml", 3, 14,
                 "no kv_layout plugin for backend cpu fits this config: fx_kv_5d needs kv_cache.page_size to be a "
                 "multiple of X = 16 (16 bytes / 1-byte fp8_e4m3), not 24; fx_kv_nhd is layout nhd, not "
-                "kv_cache.layout vectorized_5d");
+                "kv_cache.layout vectorized_5d" KV_NOSLOT_ON_5D);
     composed_free(&r);
 
     /* head dim 36 from --set: the error points at that --set. */
@@ -158,7 +161,7 @@ START_TEST(rule1_fails_on_page_size_and_head_dim)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "--set", 1, 16,
                 "no kv_layout plugin for backend cpu fits this config: fx_kv_5d needs model.head_dim to be a multiple "
                 "of X = 8 (16 bytes / 2-byte bf16), not 36; fx_kv_nhd is layout nhd, not kv_cache.layout "
-                "vectorized_5d");
+                "vectorized_5d" KV_NOSLOT_ON_5D);
     composed_free(&r);
 
     /* The plugin's own geometry check (callable before init) has the last word. */
@@ -166,7 +169,8 @@ START_TEST(rule1_fails_on_page_size_and_head_dim)
     expect_count(&r.d, 1);
     expect_diag(&r.d, 0, SY_SEV_ERROR, "g.yaml", 5, 11,
                 "no kv_layout plugin for backend cpu fits this config: fx_kv_5d refuses the geometry: fixture "
-                "geometry: at most 64 KV heads, not 128; fx_kv_nhd is layout nhd, not kv_cache.layout vectorized_5d");
+                "geometry: at most 64 KV heads, not 128; fx_kv_nhd is layout nhd, not kv_cache.layout vectorized_5d"
+                KV_NOSLOT_ON_5D);
     composed_free(&r);
 }
 END_TEST
@@ -240,7 +244,8 @@ START_TEST(rule3_fused_rope_kv_write)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "r.yaml", 4, 18,
                 "no rope plugin for backend cpu fits this config: fx_rope_yarn fuses the KV write for nhd only, not "
                 "kv_cache.layout vectorized_5d, needed by rope.fuse_kv_write on; fx_rope_plain has no fused rope + KV "
-                "write, needed by rope.fuse_kv_write on");
+                "write, needed by rope.fuse_kv_write on; fx_rope_gptj lacks the NeoX (half-split) style gpt-oss uses; "
+                "fx_rope_noscale lacks YaRN scaling, needed by model.yarn_factor > 1");
     composed_free(&r);
 
     /* auto: unfused where the rope plugin cannot write the layout, and explain says so. */
@@ -301,7 +306,7 @@ START_TEST(rule6_fused_qkv_linear)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "q.yaml", 4, 13,
                 "no kv_layout plugin for backend cpu fits this config: fx_kv_5d declares no any_token_stride (K/V rows "
                 "as slices of wider rows), needed by linear.fuse_qkv on; fx_kv_nhd is layout nhd, not kv_cache.layout "
-                "vectorized_5d");
+                "vectorized_5d" KV_NOSLOT_ON_5D);
     composed_free(&r);
 
     /* auto with a layout plugin that cannot take the slices. */
@@ -392,7 +397,127 @@ START_TEST(rule5_max_tp_bounds_parallel_tp)
     ck_assert_uint_ge(r.d.n, 2);
     expect_diag(&r.d, 0, SY_SEV_ERROR, "t.yaml", 4, 7,
                 "no attention plugin for backend cpu fits this config: fx_attn_nhd is correct up to max_tp 8, not "
-                "parallel.tp 16; fx_attn_paged is correct up to max_tp 8, not parallel.tp 16");
+                "parallel.tp 16; fx_attn_paged is correct up to max_tp 8, not parallel.tp 16; fx_attn_bare declares no "
+                "sliding_window, needed by model.sliding_window 128");
+    composed_free(&r);
+}
+END_TEST
+
+/* Capability checks of engine/src/compose/match.c beyond the six rules, one row each. Where the
+ * fixtures of the default set all refuse a value, auto fails and the error points at the key of the
+ * value; where only a fixture that lacks one thing refuses, the config names that plugin and the error
+ * points at the .plugin key, citing the key it needs (file:line:col). */
+typedef struct refusal {
+    const char *check;  /* the refusal, for a failure's message */
+    const char *config; /* loaded as r.yaml */
+    unsigned line, col; /* where the error points */
+    size_t n_errors;    /* one value can fail several slots: each slot's error is a row of its own */
+    const char *says;   /* the plugin and its reason, as the message words them */
+    const char *fix;    /* a --set under which the same config composes: the refusal is all that failed */
+} refusal;
+
+static const refusal refusals[] = {
+    /* kv_layout */
+    {"kv_layout: the sliding-window pool needs a slot map",
+     "model:\n  sliding_window: 128\nkv_cache:\n  plugin: fx_kv_noslot\n", 4, 11, 1,
+     "kv_cache.plugin fx_kv_noslot cannot serve this config: it declares no slot map, needed by the sliding-window "
+     "pool (model.sliding_window 128) (model.sliding_window = 128 from r.yaml:2:3)",
+     "model.sliding_window=0"},
+    {"kv_layout: max_page_size", "kv_cache:\n  page_size: 8192\n", 2, 14, 2,
+     "fx_kv_nhd takes pages of at most 4096 tokens, not kv_cache.page_size 8192", "kv_cache.page_size=4096"},
+    {"kv_layout: max_head_dim", "model:\n  head_dim: 512\n", 2, 13, 3,
+     "fx_kv_nhd takes head dims of at most 256, not model.head_dim 512", "model.head_dim=256"},
+    /* attention */
+    {"attention: head dim range and multiple", "model:\n  head_dim: 40\nattention:\n  plugin: fx_attn_nhd\n", 4, 11, 1,
+     "attention.plugin fx_attn_nhd cannot serve this config: it takes head dims 32..128 in multiples of 16, not "
+     "model.head_dim 40 (model.head_dim = 40 from r.yaml:2:3)",
+     "model.head_dim=48"},
+    {"attention: page size range", "kv_cache:\n  page_size: 8192\n", 2, 14, 2,
+     "fx_attn_nhd takes page sizes 1..4096, not kv_cache.page_size 8192", "kv_cache.page_size=4096"},
+    {"attention: sliding_window",
+     "model:\n  sliding_window: 128\n  sinks: false\nattention:\n  plugin: fx_attn_bare\n", 5, 11, 1,
+     "attention.plugin fx_attn_bare cannot serve this config: it declares no sliding_window, needed by "
+     "model.sliding_window 128 (model.sliding_window = 128 from r.yaml:2:3)",
+     "model.sliding_window=0"},
+    {"attention: sinks", "model:\n  sliding_window: 0\n  sinks: true\nattention:\n  plugin: fx_attn_bare\n", 5, 11, 1,
+     "attention.plugin fx_attn_bare cannot serve this config: it declares no sinks, needed by model.sinks true "
+     "(model.sinks = true from r.yaml:3:3)",
+     "model.sinks=false"},
+    {"attention: max_gqa_ratio", "model:\n  q_heads: 128\n  kv_heads: 1\n", 2, 12, 1,
+     "fx_attn_paged takes at most 64 query heads per KV head, not 128 (model.q_heads 128 / model.kv_heads 1)",
+     "model.q_heads=64"},
+    {"attention: num_splits needs split_k",
+     "model:\n  sliding_window: 0\n  sinks: false\nattention:\n  plugin: fx_attn_bare\n  num_splits: 2\n", 5, 11, 1,
+     "attention.plugin fx_attn_bare cannot serve this config: it declares no split_k, needed by attention.num_splits "
+     "2 (attention.num_splits = 2 from r.yaml:6:3)",
+     "attention.num_splits=1"},
+    /* moe */
+    {"moe: weight_format", "moe:\n  weight_format: bf16\n", 2, 18, 1,
+     "fx_moe_interleave takes mxfp4 experts, not moe.weight_format bf16", "moe.weight_format=mxfp4"},
+    {"moe: max_experts", "model:\n  experts: 512\n", 2, 12, 1,
+     "fx_moe_interleave takes at most 256 experts, not model.experts 512", "model.experts=256"},
+    {"moe: max_top_k", "model:\n  experts: 32\n  top_k: 16\n", 3, 10, 1,
+     "fx_moe_interleave routes to at most 8 experts, not model.top_k 16", "model.top_k=8"},
+    /* norm */
+    {"norm: the f32 residual stream", "model:\n  dtype: bf16\nnorm:\n  plugin: fx_norm_bf16\n", 4, 11, 1,
+     "norm.plugin fx_norm_bf16 cannot serve this config: it normalizes bf16 only, and the residual stream is f32 "
+     "under any model.dtype (model.dtype = bf16 from r.yaml:2:3)",
+     "norm.plugin=fx_norm_plain"},
+    /* rope */
+    {"rope: NeoX style", "rope:\n  plugin: fx_rope_gptj\n", 2, 11, 1,
+     "rope.plugin fx_rope_gptj cannot serve this config: it lacks the NeoX (half-split) style gpt-oss uses",
+     "rope.plugin=fx_rope_plain"},
+    {"rope: YaRN scaling", "model:\n  yarn_factor: 32\nrope:\n  plugin: fx_rope_noscale\n", 4, 11, 1,
+     "rope.plugin fx_rope_noscale cannot serve this config: it lacks YaRN scaling, needed by model.yarn_factor > 1 "
+     "(model.yarn_factor = 32 from r.yaml:2:3)",
+     "rope.plugin=fx_rope_plain"},
+    {"rope: unscaled RoPE", "model:\n  yarn_factor: 1\nrope:\n  plugin: fx_rope_noscale\n", 4, 11, 1,
+     "rope.plugin fx_rope_noscale cannot serve this config: it lacks unscaled RoPE, needed by model.yarn_factor 1 "
+     "(model.yarn_factor = 1 from r.yaml:2:3)",
+     "rope.plugin=fx_rope_plain"},
+    {"rope: head_dim_max", "model:\n  head_dim: 512\n", 2, 13, 3,
+     "fx_rope_yarn rotates head dims of at most 256, not model.head_dim 512", "model.head_dim=256"},
+    /* linear */
+    {"linear: the checkpoint's bf16 weights", "linear:\n  plugin: fx_linear_f32w\n", 2, 11, 1,
+     "linear.plugin fx_linear_f32w cannot serve this config: it takes weights of f32, not the checkpoint's bf16",
+     "linear.plugin=fx_linear_a"},
+    {"linear: the f32 logits", "model:\n  dtype: bf16\nlinear:\n  plugin: fx_linear_bf16act\n", 4, 11, 1,
+     "linear.plugin fx_linear_bf16act cannot serve this config: it takes activations of bf16 only, and the logits it "
+     "writes are f32 under any model.dtype (model.dtype = bf16 from r.yaml:2:3)",
+     "linear.plugin=fx_linear_a"},
+    {"linear: biases", "linear:\n  plugin: fx_linear_nobias\n", 2, 11, 1,
+     "linear.plugin fx_linear_nobias cannot serve this config: it ignores biases, which gpt-oss projections have",
+     "linear.plugin=fx_linear_a"},
+};
+
+/* Several slots refusing one value report at the same place, in no promised order: find the one. */
+static int has_error(const sy_diags *d, unsigned line, unsigned col, const char *says)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const sy_diag *g = &d->items[i];
+        if (g->severity == SY_SEV_ERROR && strcmp(g->origin, "r.yaml") == 0 && g->line == line && g->col == col &&
+            strstr(g->message, says))
+            return 1;
+    }
+    return 0;
+}
+
+START_TEST(match_refusals_name_plugin_reason_and_key)
+{
+    const refusal *t = &refusals[_i];
+    composed r = compose_text("r.yaml", t->config);
+    expect_count(&r.d, t->n_errors);
+    ck_assert_msg(!sy_composition_ok(r.comp), "%s: composed", t->check);
+    int found = has_error(&r.d, t->line, t->col, t->says);
+    if (!found)
+        print_diags(&r.d);
+    ck_assert_msg(found, "%s: no error at r.yaml:%u:%u saying\n    %s", t->check, t->line, t->col, t->says);
+    composed_free(&r);
+
+    r = compose_sets("r.yaml", t->config, &t->fix, 1);
+    if (r.d.n)
+        print_diags(&r.d);
+    ck_assert_msg(r.d.n == 0 && sy_composition_ok(r.comp), "%s: does not compose with --set %s", t->check, t->fix);
     composed_free(&r);
 }
 END_TEST
@@ -409,7 +534,7 @@ START_TEST(explicit_choices_are_never_fallbacks)
     r = compose_text("e.yaml", "attention:\n  plugin: fx_attn_gpu\n");
     expect_diag(&r.d, 0, SY_SEV_ERROR, "e.yaml", 2, 11,
                 "attention.plugin 'fx_attn_gpu' is a plugin for backend cuda, not for backend cpu (loaded for cpu: "
-                "fx_attn_nhd, fx_attn_paged)");
+                "fx_attn_nhd, fx_attn_paged, fx_attn_bare)");
     composed_free(&r);
 
     r = compose_text("e.yaml", "linear:\n  plugin: fx_linear_b\n");
@@ -442,7 +567,7 @@ START_TEST(explain_lists_keys_slots_and_reasons)
         "  kv_cache.layout                    vectorized_5d          x.yaml:2:3\n",
         "  kv_cache.page_size                 64                     default (vectorized_5d)\n",
         "  model.layers                       4                      default (preset tiny)\n",
-        "      why: auto: the only compatible kv_layout plugin of 2\n",
+        "      why: auto: the only compatible kv_layout plugin of 3\n",
         "      rejected fx_kv_nhd (rank 10): it is layout nhd, not kv_cache.layout vectorized_5d\n",
         "      rejected fx_attn_nhd (rank 20): it reads nhd only, not kv_cache.layout vectorized_5d\n",
         "      passed over fx_linear_b (rank 5): compatible, ranked after the choice\n",
@@ -584,6 +709,7 @@ static Suite *suite(void)
     tcase_add_test(t, rule4_fused_add_rmsnorm_pad);
     tcase_add_test(t, rule5_max_tp_bounds_parallel_tp);
     tcase_add_test(t, rule6_fused_qkv_linear);
+    tcase_add_loop_test(t, match_refusals_name_plugin_reason_and_key, 0, (int)(sizeof refusals / sizeof refusals[0]));
     tcase_add_test(t, explicit_choices_are_never_fallbacks);
     tcase_add_test(t, explain_lists_keys_slots_and_reasons);
     tcase_add_test(t, show_after_composition_round_trips);
