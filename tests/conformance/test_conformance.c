@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conformance/case.h"
 #include "conformance/conformance.h"
 #include "fixture_support.h"
 #include "json_doc.h"
@@ -93,6 +94,33 @@ static const sy_conf_check *check_of(const sy_conf_result *r, const char *what)
     ck_abort_msg("%s has no check '%s' (%s)", r->name, what, r->message);
     return NULL;
 }
+
+/* Both output buffers start as NaN poison: an element the reference leaves unwritten must fail the
+ * case, or a region that neither side writes would pass (a plugin compared with itself, say). */
+START_TEST(an_element_the_reference_leaves_unwritten_fails_the_case)
+{
+    const float written[5] = {1.0f, -2.0f, 3.0f, 0.5f, 4.0f};
+    float test[5], ref[5];
+    memcpy(test, written, sizeof test);
+    memcpy(ref, written, sizeof ref);
+    sy_conf_case c;
+    memset(&c, 0, sizeof c);
+    sy_conf_check_close(&c, "out", SY_DTYPE_F32, test, ref, 5, 1e-6, NULL);
+    ck_assert_msg(sy_conf_case_ok(&c), "identical finite outputs failed: %s", c.result.message);
+
+    test[3] = ref[3] = NAN;
+    memset(&c, 0, sizeof c);
+    sy_conf_check_close(&c, "out", SY_DTYPE_F32, test, ref, 5, 1e-6, NULL);
+    ck_assert_msg(!sy_conf_case_ok(&c), "NaN on both sides passed");
+    ck_assert_msg(strstr(c.result.message, "the reference left 1 of 5 elements NaN"), "%s", c.result.message);
+
+    ref[3] = written[3];
+    memset(&c, 0, sizeof c);
+    sy_conf_check_close(&c, "out", SY_DTYPE_F32, test, ref, 5, 1e-6, NULL);
+    ck_assert_msg(!sy_conf_case_ok(&c) && strstr(c.result.message, "NaN or infinite where the reference is not"),
+                  "an unwritten test element passed: %s", c.result.message);
+}
+END_TEST
 
 START_TEST(cpu_plugins_conform_to_themselves)
 {
@@ -477,6 +505,7 @@ END_TEST
 int main(void)
 {
     const TTest *const tests[] = {
+        an_element_the_reference_leaves_unwritten_fails_the_case,
         cpu_plugins_conform_to_themselves,
         attention_that_drops_sinks_fails_its_sinks_cases,
         attention_with_a_window_one_key_too_wide_fails_every_window_case,
