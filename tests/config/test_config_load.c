@@ -173,13 +173,14 @@ START_TEST(yaml_limits)
     expect_diag(&d, 0, SY_SEV_ERROR, "n.yaml", 9, 9, "nesting deeper than 8 levels (the limit for a config)");
     sy_diags_free(&d);
 
-    /* "Billion laughs": mappings of aliases of mappings (20^6 nodes once expanded, no keys) stop at
-     * the node budget instead of expanding. */
+    /* "Billion laughs": mappings of aliases of mappings of a long list (20^5 lists once expanded)
+     * stop at the node budget instead of expanding. Each list is one key of 202 nodes, so the budget
+     * runs out long before the key limit would stop the walk. */
     sy_str s = {0};
-    sy_str_appendf(&s, "l0: &a0 {");
-    for (int k = 0; k < 20; k++)
-        sy_str_appendf(&s, "%sk%d: {}", k ? ", " : "", k);
-    sy_str_appendf(&s, "}\n");
+    sy_str_appendf(&s, "l0: &a0 {k: [");
+    for (int k = 0; k < 200; k++)
+        sy_str_appendf(&s, "%sx", k ? ", " : "");
+    sy_str_appendf(&s, "]}\n");
     for (int i = 1; i < 6; i++) {
         sy_str_appendf(&s, "l%d: &a%d {", i, i);
         for (int k = 0; k < 20; k++)
@@ -381,6 +382,222 @@ START_TEST(files_missing_folder_unreadable_large)
 }
 END_TEST
 
+/* A nesting bomb is refused at the first collection past the limit, before libyaml scans the
+ * rest: its scanner takes time quadratic in the open flow collections (200,000 '[' took minutes).
+ * No timing is asserted; the in-time test case's timeout catches a regression. */
+START_TEST(yaml_nesting_bomb_stops_at_the_limit)
+{
+    enum { DEEP = 200000 };
+    sy_str s = {0};
+    for (int i = 0; i < DEEP; i++)
+        sy_str_appendf(&s, "[");
+    sy_config *c;
+    sy_diags d = load_diags("open.yaml", s.data, &c);
+    ck_assert_ptr_null(c);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "open.yaml", 1, 9, "nesting deeper than 8 levels (the limit for a config)");
+    sy_diags_free(&d);
+    /* Closed again: valid YAML, as deep. */
+    for (int i = 0; i < DEEP; i++)
+        sy_str_appendf(&s, "]");
+    d = load_diags("closed.yaml", s.data, NULL);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "closed.yaml", 1, 9, "nesting deeper than 8 levels (the limit for a config)");
+    sy_diags_free(&d);
+    sy_str_free(&s);
+
+    /* Flow mappings under a key (the root mapping is the first level), and a deep second document. */
+    sy_str_appendf(&s, "model:\n  preset: tiny\nx: ");
+    for (int i = 0; i < DEEP; i++)
+        sy_str_appendf(&s, "{a: ");
+    d = load_diags("map.yaml", s.data, NULL);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "map.yaml", 3, 32, "nesting deeper than 8 levels (the limit for a config)");
+    sy_diags_free(&d);
+    sy_str_free(&s);
+    sy_str_appendf(&s, "backend: cpu\n---\n");
+    for (int i = 0; i < DEEP; i++)
+        sy_str_appendf(&s, "[");
+    d = load_diags("second.yaml", s.data, NULL);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "second.yaml", 3, 9, "nesting deeper than 8 levels (the limit for a config)");
+    sy_diags_free(&d);
+    sy_str_free(&s);
+
+    /* Eight levels are still fine, and a syntax error before the limit is reported as before. */
+    d = load_diags("eight.yaml", "plugin_path: [a]\nm: {b: {c: {d: {e: {f: {g: {}}}}}}}\n", NULL);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "eight.yaml", 2, 25, "unknown key 'm.b.c.d.e.f.g' (docs/config.md lists every key)");
+    sy_diags_free(&d);
+    d = load_diags("nine.yaml", "m: {b: {c: {d: {e: {f: {g: {h: {}}}}}}}}\n", NULL);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "nine.yaml", 1, 32, "nesting deeper than 8 levels (the limit for a config)");
+    sy_diags_free(&d);
+    d = load_diags("bad.yaml", "a: [[[x]]\nb: 1\n", NULL);
+    expect_count(&d, 1);
+    ck_assert_uint_eq(d.items[0].line, 2);
+    ck_assert(strncmp(d.items[0].message, "syntax error: ", 14) == 0);
+    sy_diags_free(&d);
+}
+END_TEST
+
+/* An empty mapping sets nothing, so nothing used to check its name. */
+START_TEST(empty_mappings_and_sections_are_checked_by_name)
+{
+    sy_config *c;
+    sy_diags d = load_diags("e.yaml",
+                            "modle: {}\n"                  /* 1: a typo of a section */
+                            "model: {}\n"                  /* 2: a section, merely empty */
+                            "kv_cache:\n  layout: {}\n"    /* 3-4: a key, which takes a value */
+                            "kv_cahce:\n"                  /* 5 */
+                            "  {}\n"                       /* 6 */
+                            "model.presett: {}\n"          /* 7 */
+                            "backend: cpu\n",              /* 8 */
+                            &c);
+    ck_assert_ptr_nonnull(c);
+    expect_count(&d, 4);
+    expect_diag(&d, 0, SY_SEV_ERROR, "e.yaml", 1, 1, "unknown key 'modle'; did you mean 'model'?");
+    expect_diag(&d, 1, SY_SEV_ERROR, "e.yaml", 4, 3, "'kv_cache.layout' takes a single value, not a mapping");
+    expect_diag(&d, 2, SY_SEV_ERROR, "e.yaml", 5, 1, "unknown key 'kv_cahce'; did you mean 'kv_cache'?");
+    expect_diag(&d, 3, SY_SEV_ERROR, "e.yaml", 7, 1, "unknown key 'model.presett'; did you mean 'model.preset'?");
+    ck_assert_str_eq(sy_config_str(c, "backend"), "cpu");
+    sy_config_free(c);
+    sy_diags_free(&d);
+
+    /* The same for INI sections without keys; an empty known section is fine there too. */
+    d = load_diags("e.ini", "[modle]\n; nothing\n\n[model]\n[kv_cache]\nlayout = nhd\n[ kv_cahce ]\n", &c);
+    ck_assert_ptr_nonnull(c);
+    expect_count(&d, 2);
+    expect_diag(&d, 0, SY_SEV_ERROR, "e.ini", 1, 2, "unknown key 'modle'; did you mean 'model'?");
+    expect_diag(&d, 1, SY_SEV_ERROR, "e.ini", 7, 3, "unknown key 'kv_cahce'; did you mean 'kv_cache'?");
+    sy_config_free(c);
+    sy_diags_free(&d);
+    d = load_diags("only.ini", "[modle]\n", NULL);
+    expect_count(&d, 2);
+    expect_diag(&d, 0, SY_SEV_ERROR, "only.ini", 0, 0, "config has no keys (only comments or section headers)");
+    expect_diag(&d, 1, SY_SEV_ERROR, "only.ini", 1, 2, "unknown key 'modle'; did you mean 'model'?");
+    sy_diags_free(&d);
+
+    /* Many of them count against the key limit like any key. */
+    sy_str many = {0};
+    for (int i = 0; i < 32000; i++)
+        sy_str_appendf(&many, "k%d: {}\n", i);
+    d = load_diags("many.yaml", many.data, NULL);
+    expect_diag(&d, 0, SY_SEV_ERROR, "many.yaml", 1, 1, "unknown key 'k0' (docs/config.md lists every key)");
+    int limit = 0;
+    for (size_t i = 0; i < d.n; i++)
+        limit |= strcmp(d.items[i].message, "more than 1024 keys in one file (the limit for a config)") == 0;
+    ck_assert(limit);
+    ck_assert_uint_eq(d.n, 1025);
+    sy_str_free(&many);
+    sy_diags_free(&d);
+}
+END_TEST
+
+/* Duplicates are found by sorting a mapping's keys: every later copy points at the first. */
+START_TEST(yaml_duplicates_in_a_large_mapping)
+{
+    sy_str s = {0};
+    sy_str_appendf(&s, "x9: 1\n");
+    for (int i = 0; i < 600; i++)
+        sy_str_appendf(&s, "k%d: {\"\": 1}\n", 599 - i); /* 2-601: no keys, one error each */
+    sy_str_appendf(&s, "x9: 2\nk0: {}\nx9: 3\n");     /* 602-604 */
+    sy_diags d = load_diags("big.yaml", s.data, NULL);
+    /* The two notes at line 1 are one after sorting (exact repeats are dropped). */
+    expect_count(&d, 606);
+    expect_diag(&d, 0, SY_SEV_NOTE, "big.yaml", 1, 1, "'x9' first set here");
+    expect_diag(&d, 1, SY_SEV_ERROR, "big.yaml", 1, 1, "unknown key 'x9' (docs/config.md lists every key)");
+    expect_diag(&d, 2, SY_SEV_ERROR, "big.yaml", 2, 8, "empty key");
+    expect_diag(&d, 601, SY_SEV_NOTE, "big.yaml", 601, 1, "'k0' first set here");
+    expect_diag(&d, 602, SY_SEV_ERROR, "big.yaml", 601, 6, "empty key");
+    expect_diag(&d, 603, SY_SEV_ERROR, "big.yaml", 602, 1, "duplicate key 'x9' (first set at big.yaml:1:1)");
+    expect_diag(&d, 604, SY_SEV_ERROR, "big.yaml", 603, 1, "duplicate key 'k0' (first set at big.yaml:601:1)");
+    expect_diag(&d, 605, SY_SEV_ERROR, "big.yaml", 604, 1, "duplicate key 'x9' (first set at big.yaml:1:1)");
+    sy_str_free(&s);
+    sy_diags_free(&d);
+}
+END_TEST
+
+/* inih ends a value at " ;" even inside quotes: `"out ;x.json"` used to become `"out`. */
+START_TEST(ini_quotes_cut_by_a_comment_are_refused)
+{
+    sy_config *c;
+    sy_diags d = load_diags("q.ini",
+                            "[report]\njson = \"out ;x.json\"\n"  /* 1-2 */
+                            "[model]\nweights = \"ck\n"           /* 3-4 */
+                            "preset = \"tiny\" ; a comment\n"      /* 5 */
+                            "[kv_cache]\nlayout = \"\n",          /* 6-7 */
+                            &c);
+    ck_assert_ptr_nonnull(c);
+    expect_count(&d, 3);
+    expect_diag(&d, 0, SY_SEV_ERROR, "q.ini", 2, 13,
+                "report.json: ';' after a space starts a comment in INI, even inside quotes, cutting the value to "
+                "'\"out'; INI cannot hold ' ;' in a value: write this config in YAML");
+    expect_diag(&d, 1, SY_SEV_ERROR, "q.ini", 4, 11, "model.weights: the quote that opens the value is never closed");
+    expect_diag(&d, 2, SY_SEV_ERROR, "q.ini", 7, 10, "kv_cache.layout: the quote that opens the value is never closed");
+    ck_assert_str_eq(sy_config_str(c, "report.json"), "");
+    ck_assert_str_eq(sy_config_str(c, "model.weights"), "synthetic");
+    ck_assert_str_eq(sy_config_source(c, "model.preset"), "q.ini:5:1");
+    sy_config_free(c);
+    sy_diags_free(&d);
+
+    /* A ';' with no space before it is text, quoted or not. */
+    d = load_diags("r.ini", "[report]\njson = \"out;x.json\"\n", &c);
+    expect_count(&d, 0);
+    ck_assert_str_eq(sy_config_str(c, "report.json"), "out;x.json");
+    sy_config_free(c);
+    sy_diags_free(&d);
+}
+END_TEST
+
+/* A missing file or a folder is reported as such whatever its name; extensions in any case. */
+START_TEST(file_existence_before_syntax_and_extension_case)
+{
+    char dir[64], path[128];
+    temp_dir(dir, sizeof dir);
+    sy_diags d = {0};
+    snprintf(path, sizeof path, "%s/nosuchfile", dir);
+    ck_assert_ptr_null(sy_config_load_file(path, NULL, &d));
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, path, 0, 0, "cannot open config: No such file or directory");
+    sy_diags_free(&d);
+
+    snprintf(path, sizeof path, "%s/folder", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    ck_assert_ptr_null(sy_config_load_file(path, NULL, &d));
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, path, 0, 0, "cannot read config: it is a folder");
+    sy_diags_free(&d);
+    rmdir(path);
+
+    /* An existing file is judged by its name. */
+    snprintf(path, sizeof path, "%s/c.toml", dir);
+    write_file(path, "backend = \"cpu\"\n", 16);
+    ck_assert_ptr_null(sy_config_load_file(path, NULL, &d));
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, path, 0, 0,
+                "cannot tell the syntax from the file name: use .yaml, .yml or .json for YAML, .ini for INI");
+    sy_diags_free(&d);
+    unlink(path);
+
+    static const struct {
+        const char *name, *text;
+    } upper[] = {{"C.YAML", "backend: auto\n"}, {"C.Yml", "backend: auto\n"}, {"C.JSON", "{\"backend\": \"auto\"}\n"},
+                 {"C.INI", "backend = auto\n"}};
+    for (size_t i = 0; i < sizeof upper / sizeof upper[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, upper[i].name);
+        write_file(path, upper[i].text, strlen(upper[i].text));
+        sy_config *c = sy_config_load_file(path, NULL, &d);
+        ck_assert_msg(c != NULL, "%s", upper[i].name);
+        expect_count(&d, 0);
+        ck_assert_str_eq(sy_config_str(c, "backend"), "auto");
+        sy_config_free(c);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(diagnostics_sort_and_print_in_gnu_form)
 {
     sy_diags d = {0};
@@ -424,7 +641,17 @@ static Suite *suite(void)
     tcase_add_test(t, binary_text_is_refused_at_the_first_bad_byte);
     tcase_add_test(t, files_missing_folder_unreadable_large);
     tcase_add_test(t, diagnostics_sort_and_print_in_gnu_form);
+    tcase_add_test(t, empty_mappings_and_sections_are_checked_by_name);
+    tcase_add_test(t, yaml_duplicates_in_a_large_mapping);
+    tcase_add_test(t, ini_quotes_cut_by_a_comment_are_refused);
+    tcase_add_test(t, file_existence_before_syntax_and_extension_case);
     suite_add_tcase(s, t);
+    /* Inputs that once took minutes: a timeout far above what they take now, far below what they
+     * took then (the suite default is 300 s). */
+    TCase *in_time = tcase_create("in_time");
+    tcase_set_timeout(in_time, 10);
+    tcase_add_test(in_time, yaml_nesting_bomb_stops_at_the_limit);
+    suite_add_tcase(s, in_time);
     return s;
 }
 

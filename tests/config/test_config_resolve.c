@@ -1,9 +1,13 @@
 /* Resolution: precedence and sources, the environment table, --set, derived defaults and presets,
  * YAML and INI resolving identically for every key, and show's output loading back. */
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cfg_test.h"
 #include "config/schema.h"
@@ -235,6 +239,18 @@ START_TEST(import_env_writes_equivalent_yaml)
     ck_assert_str_eq(text, "# switchyard config equivalent of the SGLang environment variables set here\n"
                            "# (none of them is set)\n");
     free(text);
+
+    /* One is set, with a value that is not accepted: an error, and no claim that none is set. */
+    static const char *const invalid[] = {"SGLANG_KV_CACHE_LAYOUT=bogus", NULL};
+    f = open_memstream(&text, &len);
+    ck_assert_uint_eq(sy_config_env_write_yaml(invalid, f, &d), 0);
+    fclose(f);
+    expect_count(&d, 1);
+    expect_diag(&d, 0, SY_SEV_ERROR, "environment", 0, 0,
+                "SGLANG_KV_CACHE_LAYOUT=bogus: 'bogus' is not one of: nhd, vectorized_5d (it maps to kv_cache.layout)");
+    ck_assert_str_eq(text, "# switchyard config equivalent of the SGLang environment variables set here\n");
+    free(text);
+    sy_diags_free(&d);
 }
 END_TEST
 
@@ -294,6 +310,120 @@ START_TEST(relative_paths_are_relative_to_the_file)
     ck_assert_str_eq(sy_config_list_item(c, "plugin_path", 1), "/abs");
     ck_assert_str_eq(sy_config_str(c, "model.weights"), "synthetic");
     sy_config_free(c);
+}
+END_TEST
+
+/* Float keys are used as 32-bit floats: a number the double range check accepts but a float cannot
+ * hold (0 or a subnormal after conversion) used to be explained as written and used as 0. */
+START_TEST(float_values_must_fit_a_float)
+{
+    const char *sets[] = {"model.attn_scale=1e-50", "kv_cache.k_scale=1e-45", "model.yarn_beta_fast=1e-40",
+                          "model.yarn_beta_slow=0", "kv_cache.v_scale=1.2e-38", "model.rms_eps=1e-12",
+                          "kv_cache.dtype=fp8_e4m3"};
+    sy_config_options o = {0};
+    o.sets = sets;
+    o.n_sets = 7;
+    sy_diags d = {0};
+    sy_config *c = sy_config_load_defaults(&o, &d);
+    sy_diags_sort(&d);
+    expect_count(&d, 3);
+    static const char range[] = " is outside float range: the key is used as a 32-bit float, so a value other than 0 "
+                                "must be between 1.17549435e-38 and 3.40282347e+38 in magnitude";
+    char want[256];
+    snprintf(want, sizeof want, "model.attn_scale: 1e-50%s", range);
+    expect_diag(&d, 0, SY_SEV_ERROR, "--set", 1, 18, want);
+    snprintf(want, sizeof want, "kv_cache.k_scale: 1e-45%s", range);
+    expect_diag(&d, 1, SY_SEV_ERROR, "--set", 2, 18, want);
+    snprintf(want, sizeof want, "model.yarn_beta_fast: 1e-40%s", range);
+    expect_diag(&d, 2, SY_SEV_ERROR, "--set", 3, 22, want);
+    /* Refused values keep their defaults; 0 and the smallest normal floats are fine. */
+    ck_assert_str_eq(sy_config_source(c, "model.attn_scale"), "default (1/sqrt(model.head_dim))");
+    ck_assert(!sy_config_has(c, "kv_cache.k_scale"));
+    ck_assert(sy_config_float(c, "model.yarn_beta_slow") == 0);
+    sy_model_dims m;
+    sy_model_dims_from_config(c, &m);
+    ck_assert(m.attn_scale > 0);
+    ck_assert(m.yarn_beta_slow == 0.0f);
+    ck_assert((float)sy_config_float(c, "kv_cache.v_scale") >= FLT_MIN);
+    ck_assert(m.rms_eps == 1e-12f);
+    sy_config_free(c);
+    sy_diags_free(&d);
+
+    /* The same rule in a file. */
+    c = cfg_load("f.yaml", "model:\n  attn_scale: 1e-50\n", NULL, &d);
+    expect_count(&d, 1);
+    snprintf(want, sizeof want, "model.attn_scale: 1e-50%s", range);
+    expect_diag(&d, 0, SY_SEV_ERROR, "f.yaml", 2, 15, want);
+    sy_config_free(c);
+    sy_diags_free(&d);
+}
+END_TEST
+
+/* `config show` writes paths that mean the same from any folder: a config read through a relative
+ * name (sub/w.yaml) used to print "sub/../ck1", which the printed file then resolved against its
+ * own folder. */
+START_TEST(shown_relative_paths_load_back_from_anywhere)
+{
+    char dir[64], real[PATH_MAX], path[PATH_MAX + 64], want[PATH_MAX + 64], cwd[PATH_MAX];
+    temp_dir(dir, sizeof dir);
+    ck_assert_ptr_nonnull(realpath(dir, real));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    static const char *const subdirs[] = {"sub", "ck1", "other"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, subdirs[i]);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+    }
+    snprintf(path, sizeof path, "%s/sub/w.yaml", dir);
+    const char *text = "model:\n  weights: ../ck1\nplugin_path: [plugins, /abs]\n";
+    write_file(path, text, strlen(text));
+
+    ck_assert_int_eq(chdir(dir), 0);
+    sy_diags d = {0};
+    sy_config *c = sy_config_load_file("sub/w.yaml", NULL, &d);
+    ck_assert_ptr_nonnull(c);
+    expect_count(&d, 0);
+    snprintf(want, sizeof want, "%s/sub/../ck1", real);
+    ck_assert_str_eq(sy_config_str(c, "model.weights"), want);
+    snprintf(want, sizeof want, "%s/sub/plugins", real);
+    ck_assert_str_eq(sy_config_list_item(c, "plugin_path", 0), want);
+    ck_assert_str_eq(sy_config_list_item(c, "plugin_path", 1), "/abs");
+
+    /* Shown into another folder, loaded back from a third. */
+    snprintf(path, sizeof path, "%s/other/shown.yaml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    sy_error err = {{0}};
+    ck_assert_int_eq(sy_config_write(c, SY_FORMAT_YAML, f, &err), SY_OK);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(chdir("/"), 0);
+    sy_config *back = sy_config_load_file(path, NULL, &d);
+    ck_assert_ptr_nonnull(back);
+    expect_count(&d, 0);
+    expect_same_values(c, back);
+    sy_config_free(back);
+    sy_config_free(c);
+
+    /* A name that is no file (load_string) is relative to the current folder. */
+    ck_assert_int_eq(chdir(dir), 0);
+    c = cfg_load("w.yaml", "plugin_path: [plugins]\n", NULL, &d);
+    snprintf(want, sizeof want, "%s/plugins", real);
+    ck_assert_str_eq(sy_config_list_item(c, "plugin_path", 0), want);
+    sy_config_free(c);
+    c = cfg_load("nowhere/w.yaml", "plugin_path: [plugins]\n", NULL, &d);
+    snprintf(want, sizeof want, "%s/nowhere/plugins", real);
+    ck_assert_str_eq(sy_config_list_item(c, "plugin_path", 0), want);
+    sy_config_free(c);
+    sy_diags_free(&d);
+
+    ck_assert_int_eq(chdir(cwd), 0);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/sub/w.yaml", dir);
+    unlink(path);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, subdirs[i]);
+        rmdir(path);
+    }
+    rmdir(dir);
 }
 END_TEST
 
@@ -482,6 +612,10 @@ START_TEST(schema_is_well_formed)
         ck_assert_msg(keys[i].doc && keys[i].doc[0], "%s has no doc", keys[i].name);
         ck_assert_msg(keys[i].def || keys[i].derive || keys[i].def_doc, "%s has no default and no rule", keys[i].name);
         ck_assert_int_eq(sy_schema_index(keys[i].name), (long)i);
+        /* Float keys are used as floats: their bounds must be float numbers too. */
+        if (keys[i].type == SY_CFG_FLOAT)
+            ck_assert_msg(keys[i].max <= FLT_MAX && (keys[i].min == 0 || fabs(keys[i].min) >= FLT_MIN),
+                          "%s: bounds outside float range", keys[i].name);
         /* Sections are contiguous: show and the docs group by them. */
         const char *dot = strchr(keys[i].name, '.');
         char sec[64];
@@ -513,6 +647,8 @@ static Suite *suite(void)
     tcase_add_test(t, set_is_validated_like_the_file);
     tcase_add_test(t, config_rules_point_at_keys);
     tcase_add_test(t, relative_paths_are_relative_to_the_file);
+    tcase_add_test(t, float_values_must_fit_a_float);
+    tcase_add_test(t, shown_relative_paths_load_back_from_anywhere);
     tcase_add_test(t, yaml_and_ini_resolve_identically_for_every_key);
     tcase_add_test(t, show_round_trips_in_every_format);
     tcase_add_test(t, show_refuses_what_ini_cannot_hold);

@@ -1,5 +1,6 @@
 /* docs/config.md, generated from the schema, the presets and the environment table so that the
  * reference can never disagree with the code (a test compares the committed file). */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,7 +98,8 @@ void sy_config_write_doc(FILE *f)
           "built-in default < config file < imported environment (`--import-env`) < `--set key=value` (repeatable).\n"
           "Every resolved value keeps its source, shown by `switchyard config explain FILE`: `default`,\n"
           "`default (preset gpt-oss-20b)`, `default (vectorized_5d)`, `FILE:LINE:COL`, `env NAME` or `--set`.\n"
-          "Relative paths written in a file (`plugin_path`, `model.weights`) are relative to that file's folder.\n\n"
+          "Relative paths written in a file (`plugin_path`, `model.weights`) are relative to that file's folder;\n"
+          "they resolve to absolute paths, so the output of `config show` loads back the same from any folder.\n\n"
           "## Diagnostics\n\n"
           "`switchyard config check FILE...` reports every problem in one run, sorted, as\n"
           "`FILE:LINE:COL: error: message` (1-based), or `FILE: error: message` for the file as a whole: syntax\n"
@@ -141,7 +143,8 @@ void sy_config_write_doc(FILE *f)
             "| entries in one list | %u |\n"
             "| one value | %u bytes |\n"
             "| YAML nodes, aliases expanded | %u |\n"
-            "| INI line | %u characters |\n",
+            "| INI line | %u characters |\n"
+            "| float value other than 0 (used as a 32-bit float) | %.9g to %.9g in magnitude |\n",
             SY_CFG_MAX_FILE_BYTES, SY_CFG_MAX_DEPTH, SY_CFG_MAX_ITEMS, SY_CFG_MAX_LIST, SY_CFG_MAX_VALUE,
-            SY_CFG_MAX_NODES, SY_CFG_MAX_INI_LINE);
+            SY_CFG_MAX_NODES, SY_CFG_MAX_INI_LINE, (double)FLT_MIN, (double)FLT_MAX);
 }

@@ -204,7 +204,7 @@ sy_status sy_config_write(const sy_config *c, sy_config_format format, FILE *f, 
 size_t sy_config_env_write_yaml(const char *const *envp, FILE *f, sy_diags *diags)
 {
     char section[64] = "", sec[64];
-    size_t written = 0;
+    size_t written = 0, set = 0;
     /* One line per key; a second spelling of the same setting must agree, as when importing. */
     const sy_env_var *done[16];
     const char *done_value[16];
@@ -213,6 +213,7 @@ size_t sy_config_env_write_yaml(const char *const *envp, FILE *f, sy_diags *diag
     const sy_env_var *var;
     const char *value, *mapped;
     for (size_t cursor = 0; sy_env_next_set(envp, &cursor, &var, &value, &mapped);) {
+        set++;
         if (!mapped) {
             sy_env_report_invalid(var, value, diags);
             continue;
@@ -236,7 +237,8 @@ size_t sy_config_env_write_yaml(const char *const *envp, FILE *f, sy_diags *diag
         fprintf(f, "  %s: %s  # %s=%s\n", leaf_of(var->key), mapped, var->name, value);
         written++;
     }
-    if (!written)
+    /* Only when none is set: after an invalid value (an error) it would contradict the error. */
+    if (!set)
         fputs("# (none of them is set)\n", f);
     return written;
 }

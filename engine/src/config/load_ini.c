@@ -26,6 +26,7 @@ typedef struct ini_reader_state {
     unsigned char *handled;
     char *prev_key;
     int prev_line;
+    int any_pair; /* inih handed over a key line, good or bad */
 } ini_reader_state;
 
 static int is_space(char c)
@@ -68,12 +69,26 @@ static char *trimmed(const char *s)
     return r;
 }
 
+/* Offset of the ';' that inih takes for an inline comment in a value starting at `from` (one after
+ * whitespace, as inih's INI_INLINE_COMMENT_PREFIXES rule), or len when there is none. */
+static size_t inline_comment(const char *line, size_t len, size_t from)
+{
+    int after_space = 0;
+    for (size_t i = from; i < len; i++) {
+        if (line[i] == ';' && after_space)
+            return i;
+        after_space = is_space(line[i]); /* the other isspace() bytes never pass the text check */
+    }
+    return len;
+}
+
 static int on_pair(void *user, const char *section, const char *name, const char *value, int lineno)
 {
     ini_reader_state *s = user;
     if (lineno < 1 || (size_t)lineno > s->n_lines)
         return 1; /* cannot happen with inih's own counting; never index out of range */
     s->handled[lineno - 1] = 1;
+    s->any_pair = 1;
     const char *line = line_text(s, lineno);
     size_t len = line_len(line), key_off = 0;
     while (key_off < len && is_space(line[key_off]))
@@ -108,11 +123,26 @@ static int on_pair(void *user, const char *section, const char *name, const char
         free(key);
         return 1;
     }
+    size_t vlen = strlen(value);
+    if (vlen && value[0] == '"' && (vlen == 1 || value[vlen - 1] != '"')) {
+        /* inih ends a value at a ';' after a space even inside quotes, so `"out ;x.json"` would
+         * arrive as `"out`; INI has no escape for it. */
+        size_t comment = inline_comment(line, len, delim + 1);
+        if (comment < len)
+            sy_diags_add(s->d, SY_SEV_ERROR, s->t->origin, (uint32_t)lineno, char_col(line, comment),
+                         "%s: ';' after a space starts a comment in INI, even inside quotes, cutting the value to "
+                         "'%s'; INI cannot hold ' ;' in a value: write this config in YAML",
+                         key, value);
+        else
+            sy_diags_add(s->d, SY_SEV_ERROR, s->t->origin, value_mark.line, value_mark.col,
+                         "%s: the quote that opens the value is never closed", key);
+        free(key);
+        return 1;
+    }
     sy_tree_item *it = sy_tree_add(s->t, key, key_mark, s->d);
     free(key);
     if (!it)
         return 1;
-    size_t vlen = strlen(value);
     if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
         char *inner = sy_xcalloc(1, vlen - 1);
         memcpy(inner, value + 1, vlen - 2);
@@ -123,11 +153,40 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return 1;
 }
 
+/* A section header that no key follows sets nothing, but its name must still be a section:
+ * `[modle]` is a typo. It becomes an empty-mapping item, as YAML's `modle: {}`. */
+static void add_empty_section(ini_reader_state *s, size_t header_line)
+{
+    const char *line = line_text(s, (int)header_line + 1);
+    size_t len = line_len(line), open = 0;
+    while (open < len && line[open] != '[')
+        open++;
+    size_t start = open + 1;
+    while (start < len && is_space(line[start]))
+        start++;
+    const char *close = memchr(line + start, ']', len - start);
+    size_t end = close ? (size_t)(close - line) : start;
+    while (end > start && is_space(line[end - 1]))
+        end--;
+    if (end == start)
+        return; /* "[]": the top level, not a name */
+    char *name = sy_xcalloc(1, end - start + 1);
+    memcpy(name, line + start, end - start);
+    sy_mark at = {s->t->origin, (uint32_t)header_line + 1, char_col(line, start)};
+    sy_tree_item *it = sy_tree_add(s->t, name, at, s->d);
+    if (it)
+        it->is_empty_mapping = 1;
+    free(name);
+}
+
 static void classify_unhandled(ini_reader_state *s, const unsigned char *too_long)
 {
+    size_t empty_section = (size_t)-1; /* header line of the section read last, while it has no key */
     for (size_t i = 0; i < s->n_lines; i++) {
-        if (s->handled[i] || too_long[i])
+        if (s->handled[i] || too_long[i]) {
+            empty_section = (size_t)-1;
             continue;
+        }
         const char *line = line_text(s, (int)i + 1);
         size_t len = line_len(line), off = 0;
         while (off < len && is_space(line[off]))
@@ -136,11 +195,18 @@ static void classify_unhandled(ini_reader_state *s, const unsigned char *too_lon
             continue;
         uint32_t col = char_col(line, off);
         if (line[off] == '[') {
-            if (!memchr(line + off, ']', len - off))
+            if (!memchr(line + off, ']', len - off)) {
                 sy_diags_add(s->d, SY_SEV_ERROR, s->t->origin, (uint32_t)i + 1, col,
                              "syntax error: section header has no closing ']'");
+                empty_section = (size_t)-1;
+                continue;
+            }
+            if (empty_section != (size_t)-1)
+                add_empty_section(s, empty_section);
+            empty_section = i;
             continue;
         }
+        empty_section = (size_t)-1;
         size_t shown = len - off > 40 ? 40 : len - off;
         while (shown && is_space(line[off + shown - 1]))
             shown--;
@@ -148,6 +214,8 @@ static void classify_unhandled(ini_reader_state *s, const unsigned char *too_lon
                      "syntax error: expected 'key = value' or '[section]', got '%.*s%s'", (int)shown, line + off,
                      len - off > 40 ? "..." : "");
     }
+    if (empty_section != (size_t)-1)
+        add_empty_section(s, empty_section);
 }
 
 int sy_load_ini(const char *text, size_t len, sy_tree *t, sy_diags *d)
@@ -191,7 +259,7 @@ int sy_load_ini(const char *text, size_t len, sy_tree *t, sy_diags *d)
         sy_diags_add(d, SY_SEV_ERROR, t->origin, (uint32_t)first_bad, 1, "syntax error");
     if (first_bad < 0)
         sy_diags_add(d, SY_SEV_ERROR, t->origin, 0, 0, "out of memory while parsing INI");
-    else if (first_bad == 0 && t->n == 0 && !t->too_many)
+    else if (first_bad == 0 && !s.any_pair)
         sy_diags_add(d, SY_SEV_ERROR, t->origin, 0, 0, "config has no keys (only comments or section headers)");
     free(s.prev_key);
     free(s.line_start);

@@ -4,7 +4,13 @@
  * keys (libyaml keeps both), merge keys, non-scalar keys or list entries, a second document,
  * nesting past SY_CFG_MAX_DEPTH and alias expansions past SY_CFG_MAX_NODES.
  * An aliased value is marked where its anchor defines it: the document API keeps no trace of the
- * alias itself. */
+ * alias itself.
+ *
+ * Nesting is checked twice. libyaml's scanner costs time quadratic in the number of open flow
+ * collections (300,000 '[' take minutes), and the document API scans everything before the walker
+ * sees a node; so a first pass reads events, which libyaml produces as it scans, and stops at the
+ * first collection past the limit. The walker checks again, for aliases that nest a value deeper
+ * than where its anchor stands. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,20 +126,53 @@ static void add_leaf(walker *w, const char *path, const yaml_node_t *key, const 
     }
 }
 
-/* The earlier key of the same mapping with the same name, or NULL. */
-static const yaml_node_t *earlier_key(const walker *w, const yaml_node_t *map, const yaml_node_pair_t *upto,
-                                      const yaml_node_t *key)
+/* A mapping's scalar keys sorted by text, then by position: each key's first copy is the first
+ * entry of its run. Sorting keeps the duplicate check O(n log n) in a mapping of many keys. */
+typedef struct key_ref {
+    const unsigned char *text;
+    size_t len;
+    size_t pos; /* index of the pair in the mapping */
+} key_ref;
+
+static int cmp_key_ref(const void *pa, const void *pb)
 {
-    for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < upto; p++) {
-        const yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
-        if (k->type == YAML_SCALAR_NODE && k->data.scalar.length == key->data.scalar.length &&
-            memcmp(k->data.scalar.value, key->data.scalar.value, k->data.scalar.length) == 0)
-            return k;
-    }
-    return NULL;
+    const key_ref *a = pa, *b = pb;
+    int c = memcmp(a->text, b->text, a->len < b->len ? a->len : b->len);
+    if (c)
+        return c;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
-static void walk_pair(walker *w, const yaml_node_t *map, const yaml_node_pair_t *p, const char *prefix, int depth)
+/* For each pair of the mapping, the key node of the first pair with the same key text, or NULL
+ * when the pair is that first one (or its key is not a scalar). */
+static const yaml_node_t **first_copies(const walker *w, const yaml_node_t *map)
+{
+    const yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+    size_t n = (size_t)(map->data.mapping.pairs.top - pairs), n_refs = 0;
+    const yaml_node_t **first = sy_xcalloc(n ? n : 1, sizeof *first);
+    key_ref *refs = sy_xcalloc(n ? n : 1, sizeof *refs);
+    for (size_t i = 0; i < n; i++) {
+        const yaml_node_t *k = yaml_document_get_node(w->doc, pairs[i].key);
+        if (k && k->type == YAML_SCALAR_NODE)
+            refs[n_refs++] = (key_ref){k->data.scalar.value, k->data.scalar.length, i};
+    }
+    qsort(refs, n_refs, sizeof *refs, cmp_key_ref);
+    for (size_t i = 1; i < n_refs; i++) {
+        const key_ref *run = &refs[i - 1];
+        if (run->len == refs[i].len && memcmp(run->text, refs[i].text, run->len) == 0) {
+            /* Every later copy points at the run's first; carry the first along the run. */
+            const yaml_node_t *head = first[run->pos] ? first[run->pos]
+                                                      : yaml_document_get_node(w->doc, pairs[run->pos].key);
+            first[refs[i].pos] = head;
+        }
+    }
+    free(refs);
+    return first;
+}
+
+static void walk_pair(walker *w, const yaml_node_pair_t *p, const yaml_node_t *first, const char *prefix, int depth)
 {
     const yaml_node_t *key = yaml_document_get_node(w->doc, p->key);
     const yaml_node_t *value = yaml_document_get_node(w->doc, p->value);
@@ -156,13 +195,18 @@ static void walk_pair(walker *w, const yaml_node_t *map, const yaml_node_pair_t 
         error_at(w, key->start_mark, "merge keys ('<<') are not supported: write the keys out, or alias a whole value");
         return;
     }
-    const yaml_node_t *first = earlier_key(w, map, p, key);
     char *path = prefix ? sy_asprintf("%s.%s", prefix, name) : sy_strdup(name);
     if (first) {
         /* The first copy is kept; the second is not walked, so its children are not reported twice. */
         sy_mark a = mark_of(w, first->start_mark);
         error_at(w, key->start_mark, "duplicate key '%s' (first set at %s:%u:%u)", path, w->t->origin, a.line, a.col);
         sy_diags_add(w->d, SY_SEV_NOTE, w->t->origin, a.line, a.col, "'%s' first set here", path);
+    } else if (value->type == YAML_MAPPING_NODE && value->data.mapping.pairs.start == value->data.mapping.pairs.top &&
+               depth + 1 <= SY_CFG_MAX_DEPTH) {
+        /* An empty mapping sets nothing, but its name must still be a section: `modle: {}` is a typo. */
+        sy_tree_item *it = sy_tree_add(w->t, path, mark_of(w, key->start_mark), w->d);
+        if (it)
+            it->is_empty_mapping = 1;
     } else if (value->type == YAML_MAPPING_NODE)
         walk_mapping(w, value, path, depth + 1);
     else
@@ -176,11 +220,14 @@ static void walk_mapping(walker *w, const yaml_node_t *map, const char *prefix, 
         error_at(w, map->start_mark, "nesting deeper than %d levels (the limit for a config)", SY_CFG_MAX_DEPTH);
         return;
     }
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    const yaml_node_t **first = first_copies(w, map);
+    const yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+    for (size_t i = 0; pairs + i < map->data.mapping.pairs.top; i++) {
         if (w->over_budget || w->t->too_many)
-            return;
-        walk_pair(w, map, p, prefix, depth);
+            break;
+        walk_pair(w, pairs + i, first[i], prefix, depth);
     }
+    free(first);
 }
 
 /* Line and column of a byte offset (reader errors carry only an offset). */
@@ -215,12 +262,44 @@ static void report_parser_error(walker *w, const yaml_parser_t *p, const char *t
         error_at(w, at, "syntax error: %s", problem);
 }
 
+/* The event pass: 0 after reporting the first collection nested past SY_CFG_MAX_DEPTH, 1 when there
+ * is none. A syntax error ends the pass with 1: the document load meets the same error after the
+ * same (shallow) events and reports it with everything else. */
+static int nesting_within_limit(walker *w, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return 1; /* the document load reports the lack of memory */
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int depth = 0, within = 1;
+    for (;;) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(&parser, &e))
+            break;
+        yaml_event_type_t type = e.type;
+        if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+            if (++depth > SY_CFG_MAX_DEPTH) {
+                error_at(w, e.start_mark, "nesting deeper than %d levels (the limit for a config)", SY_CFG_MAX_DEPTH);
+                within = 0;
+            }
+        } else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT)
+            depth--;
+        yaml_event_delete(&e);
+        if (!within || type == YAML_STREAM_END_EVENT)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    return within;
+}
+
 int sy_load_yaml(const char *text, size_t len, sy_tree *t, sy_diags *d)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
     walker w = {t, d, &doc, 0, 0};
     int ok = 1;
+    if (!nesting_within_limit(&w, text, len))
+        return 0;
     if (!yaml_parser_initialize(&parser)) {
         sy_diags_add(d, SY_SEV_ERROR, t->origin, 0, 0, "out of memory while parsing YAML");
         return 0;

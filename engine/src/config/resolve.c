@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/env.h"
@@ -57,16 +59,31 @@ static void set_entry(sy_cfg_entry *e, sy_cfg_value *v, int32_t src, const char 
     e->mark = mark;
 }
 
+/* The folder of a config file as an absolute path. Relative paths in the file are joined to it, and
+ * `config show` prints the result: joined to a relative folder ("sub/../ck1") it would mean
+ * something else once the shown config is loaded from another folder. */
+static char *absolute_dir_of(const char *file)
+{
+    char *copy = sy_strdup(file);
+    const char *dir = dirname(copy);
+    char *abs = NULL;
+    if (dir[0] == '/')
+        abs = sy_strdup(dir);
+    else if (!(abs = realpath(dir, NULL))) {
+        /* A name that is no file here (sy_config_load_string): relative to the current folder. */
+        char *cwd = getcwd(NULL, 0);
+        abs = cwd ? sy_asprintf("%s/%s", cwd, dir) : sy_strdup(dir);
+        free(cwd);
+    }
+    free(copy);
+    return abs;
+}
+
 static sy_config *config_new(const char *file)
 {
     sy_config *c = sy_xcalloc(1, sizeof *c);
     c->file = sy_strdup(file);
-    if (file[0]) {
-        char *copy = sy_strdup(file);
-        c->dir = sy_strdup(dirname(copy));
-        free(copy);
-    } else
-        c->dir = sy_strdup("");
+    c->dir = file[0] ? absolute_dir_of(file) : sy_strdup("");
     c->keys = sy_schema_keys(&c->n);
     c->e = sy_xcalloc(c->n, sizeof *c->e);
     for (size_t i = 0; i < c->n; i++) {
@@ -152,8 +169,10 @@ static const char *key_prefix(const char *name, char *buf, size_t len)
     return NULL;
 }
 
-static void report_unknown(const sy_config *c, const char *name, const char *origin, uint32_t line, uint32_t col,
-                           sy_diags *d)
+/* `of_mapping`: the name holds a mapping (an empty one); at the top level a section name is then as
+ * likely a match as a key ('modle: {}' means 'model'). Sections are one level deep. */
+static void report_unknown(const sy_config *c, const char *name, int of_mapping, const char *origin, uint32_t line,
+                           uint32_t col, sy_diags *d)
 {
     char prefix[256];
     if (is_section(c, name)) {
@@ -172,14 +191,32 @@ static void report_unknown(const sy_config *c, const char *name, const char *ori
                      prefix, name);
         return;
     }
-    const char **names = sy_xcalloc(c->n, sizeof *names);
-    for (size_t i = 0; i < c->n; i++)
-        names[i] = c->keys[i].name;
-    const char *guess = sy_suggest(name, names, c->n);
+    const char **names = sy_xcalloc(2 * c->n, sizeof *names);
+    char **sections = sy_xcalloc(c->n, sizeof *sections);
+    size_t n_names = 0, n_sections = 0;
+    int may_be_section = of_mapping && !strchr(name, '.');
+    for (size_t i = 0; i < c->n; i++) {
+        names[n_names++] = c->keys[i].name;
+        const char *dot = strchr(c->keys[i].name, '.');
+        if (!may_be_section || !dot)
+            continue;
+        /* Keys of a section are contiguous (schema.c): a new section differs from the last one. */
+        size_t len = (size_t)(dot - c->keys[i].name);
+        if (n_sections && strlen(sections[n_sections - 1]) == len &&
+            strncmp(sections[n_sections - 1], c->keys[i].name, len) == 0)
+            continue;
+        sections[n_sections] = sy_xcalloc(1, len + 1);
+        memcpy(sections[n_sections], c->keys[i].name, len);
+        names[n_names++] = sections[n_sections++];
+    }
+    const char *guess = sy_suggest(name, names, n_names);
     if (guess)
         sy_diags_add(d, SY_SEV_ERROR, origin, line, col, "unknown key '%s'; did you mean '%s'?", name, guess);
     else
         sy_diags_add(d, SY_SEV_ERROR, origin, line, col, "unknown key '%s' (docs/config.md lists every key)", name);
+    for (size_t i = 0; i < n_sections; i++)
+        free(sections[i]);
+    free(sections);
     free(names);
 }
 
@@ -187,8 +224,17 @@ static void apply_item(sy_config *c, const sy_tree_item *it, sy_diags *d)
 {
     long idx = sy_schema_index(it->key);
     const sy_mark *km = &it->key_mark;
+    if (it->is_empty_mapping) {
+        /* Sets nothing: fine for a section, a typo or a misplaced value otherwise. */
+        if (idx >= 0)
+            sy_diags_add(d, SY_SEV_ERROR, km->origin, km->line, km->col, "'%s' takes a single value, not a mapping",
+                         it->key);
+        else if (!is_section(c, it->key))
+            report_unknown(c, it->key, 1, km->origin, km->line, km->col, d);
+        return;
+    }
     if (idx < 0) {
-        report_unknown(c, it->key, km->origin, km->line, km->col, d);
+        report_unknown(c, it->key, 0, km->origin, km->line, km->col, d);
         return;
     }
     const sy_cfg_key *k = &c->keys[idx];
@@ -282,7 +328,7 @@ static void apply_sets(sy_config *c, const sy_config_options *o, sy_diags *d)
         long idx = sy_schema_index(key);
         uint32_t value_col = (uint32_t)(eq - arg) + 2;
         if (idx < 0) {
-            report_unknown(c, key, SY_ORIGIN_SET, line, 1, d);
+            report_unknown(c, key, 0, SY_ORIGIN_SET, line, 1, d);
         } else if (given_by[idx]) {
             sy_diags_add(d, SY_SEV_ERROR, SY_ORIGIN_SET, line, 1, "duplicate key '%s' (first given by --set %d)", key,
                          given_by[idx]);
@@ -401,12 +447,13 @@ static sy_config *finish(sy_config *c, const sy_config_options *o, sy_diags *d)
     return c;
 }
 
+/* Extensions in any case: DEFAULT.YAML is as much YAML as default.yaml. */
 static sy_config_syntax syntax_of(const char *name)
 {
     const char *dot = strrchr(name, '.');
-    if (dot && (strcmp(dot, ".yaml") == 0 || strcmp(dot, ".yml") == 0 || strcmp(dot, ".json") == 0))
+    if (dot && (strcasecmp(dot, ".yaml") == 0 || strcasecmp(dot, ".yml") == 0 || strcasecmp(dot, ".json") == 0))
         return SY_SYNTAX_YAML;
-    if (dot && strcmp(dot, ".ini") == 0)
+    if (dot && strcasecmp(dot, ".ini") == 0)
         return SY_SYNTAX_INI;
     return SY_SYNTAX_AUTO;
 }
@@ -441,7 +488,10 @@ sy_config *sy_config_load_string(const char *name, const char *text, size_t len,
 
 sy_config *sy_config_load_file(const char *path, const sy_config_options *opts, sy_diags *diags)
 {
-    if (syntax_of(path) == SY_SYNTAX_AUTO) {
+    /* A missing file or a folder is reported as such (by sy_config_read_file) before its name is
+     * judged: "no such file" is the useful news about `run typo`. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode) && syntax_of(path) == SY_SYNTAX_AUTO) {
         sy_diags_add(diags, SY_SEV_ERROR, path, 0, 0,
                      "cannot tell the syntax from the file name: use .yaml, .yml or .json for YAML, .ini for INI");
         return NULL;

@@ -13,7 +13,9 @@
 typedef enum sy_cfg_type {
     SY_CFG_ENUM = 1,   /* one word of `choices` */
     SY_CFG_INT = 2,    /* decimal integer in [min, max] */
-    SY_CFG_FLOAT = 3,  /* number in [min, max] (or > 0 with SY_CFG_POSITIVE), or `word` */
+    SY_CFG_FLOAT = 3,  /* number in [min, max] (or > 0 with SY_CFG_POSITIVE), or `word`; parsed as a
+                          double but used as a 32-bit float (model dims, fp8 scales), so a value other
+                          than 0 must also lie within FLT_MIN..FLT_MAX in magnitude */
     SY_CFG_BOOL = 4,   /* true / false (also yes / no, on / off, 1 / 0) */
     SY_CFG_STRING = 5, /* any text (a name with SY_CFG_IDENTIFIER) */
     SY_CFG_LIST = 6    /* of strings: a YAML sequence, or comma-separated text */

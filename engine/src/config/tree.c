@@ -82,8 +82,10 @@ void sy_tree_check_duplicates(sy_tree *t, sy_diags *d)
 {
     /* Quadratic, but a config has tens of keys and the item count is capped. */
     for (size_t i = 0; i < t->n; i++) {
+        if (t->items[i].is_empty_mapping)
+            continue;
         for (size_t j = i + 1; j < t->n;) {
-            if (strcmp(t->items[i].key, t->items[j].key) != 0) {
+            if (t->items[j].is_empty_mapping || strcmp(t->items[i].key, t->items[j].key) != 0) {
                 j++;
                 continue;
             }

@@ -18,6 +18,8 @@ typedef struct sy_tree_item {
     char *key;              /* "kv_cache.layout" */
     sy_mark key_mark;
     int is_list;            /* YAML sequence: values[] are its entries (possibly none) */
+    int is_empty_mapping;   /* YAML `name: {}` or an INI section without keys: no value; the name is
+                               checked (it must be a section) */
     sy_tree_scalar value;   /* !is_list */
     sy_tree_scalar *values; /* is_list */
     size_t n_values;
@@ -36,7 +38,8 @@ void sy_tree_free(sy_tree *t);
 sy_tree_item *sy_tree_add(sy_tree *t, const char *key, sy_mark key_mark, sy_diags *d);
 void sy_tree_item_add_value(sy_tree_item *it, const char *text, int quoted, sy_mark mark);
 /* Reports every key written twice, at the second place with the first place in the message and
- * a note at the first, and drops the later copies. */
+ * a note at the first, and drops the later copies. Empty mappings are not values: a section may
+ * be opened empty any number of times. */
 void sy_tree_check_duplicates(sy_tree *t, sy_diags *d);
 
 /* Readable text of a config, or a diagnostic: missing, unreadable, a folder, larger than

@@ -2,6 +2,7 @@
  * YAML scalars, INI values, environment values and --set, so a value means the same wherever it
  * is written. */
 #include <errno.h>
+#include <float.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -105,6 +106,13 @@ static int parse_float(const char *s, double *out)
     return 1;
 }
 
+/* Float keys are used as 32-bit floats (schema.h): a nonzero double below FLT_MIN would become 0
+ * or a subnormal, one above FLT_MAX infinity, while `config explain` showed the number written. */
+static int fits_float(double v)
+{
+    return v == 0 || (fabs(v) >= FLT_MIN && fabs(v) <= FLT_MAX);
+}
+
 static void quote_hint(char *why, size_t len, const char *what, const char *text, int quoted)
 {
     if (quoted)
@@ -159,6 +167,11 @@ static int parse_scalar(const sy_cfg_key *k, const char *text, int quoted, sy_cf
             sy_schema_allowed(k, allowed, sizeof allowed);
             return fail(why, len, "%s is out of range: %s", text, allowed);
         }
+        if (!fits_float(out->f))
+            return fail(why, len,
+                        "%s is outside float range: the key is used as a 32-bit float, so a value other than 0 must "
+                        "be between %.9g and %.9g in magnitude",
+                        text, (double)FLT_MIN, (double)FLT_MAX);
         sy_cfg_format_double(out->f, num, sizeof num);
         out->text = sy_strdup(num);
         out->set = 1;
