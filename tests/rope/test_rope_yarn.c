@@ -1,5 +1,6 @@
 /* rope_yarn (cpu) through the plugin ABI: the YaRN frequencies and concentration of gpt-oss, the
- * rotation against a double reference at positions up to 131072, and the fused rope + K/V store
+ * rotation against a double reference at positions up to 131072 (gpt-oss at head dim 64, then a
+ * table of unscaled, set-concentration and other-head-dim cases), and the fused rope + K/V store
  * bit for bit against rope followed by the kv_layout plugins' write, for both layouts. */
 #include <check.h>
 #include <math.h>
@@ -173,6 +174,266 @@ END_TEST
 START_TEST(rope_matches_double_reference_bf16)
 {
     check_rotation(SY_DTYPE_BF16);
+}
+END_TEST
+
+/* ---- the rotation beyond gpt-oss at head dim 64 ------------------------------------------ */
+
+/* Each case runs through the loaded plugin's rope and is checked element by element against a
+ * double reference written from the formula. Token counts are odd, head dims not powers of two,
+ * positions odd, random and up to the case's maximum. */
+typedef struct rope_case {
+    const char *name;
+    uint32_t scaling;      /* SY_ROPE_SCALING_* */
+    uint32_t head_dim;
+    float theta, factor, beta_fast, beta_slow;
+    uint32_t original;     /* YaRN's original max positions */
+    float concentration;   /* params.concentration; 0: the default */
+    int32_t dtype;
+    int tokens, hq, hkv;
+    int32_t max_pos;
+} rope_case;
+
+static const rope_case rope_cases[] = {
+    /* Unscaled: scaling none must ignore the YaRN fields, here gpt-oss's (factor 32), and use
+     * concentration 1 (sy_rope.h; the frequencies would differ up to 32x at the high indices). */
+    {"none, D 96, theta 1e4, factor field 32", SY_ROPE_SCALING_NONE, 96, 10000.0f, 32.0f, 32.0f, 1.0f, 4096, 0.0f,
+     SY_DTYPE_F32, 13, 5, 1, 131072},
+    /* Unscaled the other way: YaRN with factor 1 is no scaling (gpt-oss: scaling_factor > 1). */
+    {"yarn factor 1, D 40", SY_ROPE_SCALING_YARN, 40, 150000.0f, 1.0f, 32.0f, 1.0f, 4096, 0.0f, SY_DTYPE_F32, 7, 3, 1,
+     65536},
+    /* A set concentration multiplies cos and sin without scaling too (plugin.h sy_rope_params). */
+    {"none, concentration 1.25, D 34, bf16", SY_ROPE_SCALING_NONE, 34, 10000.0f, 1.0f, 0.0f, 0.0f, 0, 1.25f,
+     SY_DTYPE_BF16, 5, 2, 1, 8191},
+    /* gpt-oss's YaRN with a concentration other than its default 0.1 ln 32 + 1 = 1.3466. */
+    {"yarn gpt-oss, concentration 1.25, D 64", SY_ROPE_SCALING_YARN, 64, 150000.0f, 32.0f, 32.0f, 1.0f, 4096, 1.25f,
+     SY_DTYPE_F32, 11, 6, 2, 131072},
+    {"yarn factor 8, concentration 0.8, D 40, bf16", SY_ROPE_SCALING_YARN, 40, 500000.0f, 8.0f, 32.0f, 1.0f, 8192,
+     0.8f, SY_DTYPE_BF16, 9, 4, 2, 65536},
+    /* The default concentration at other head dims: the ramp bounds scale with D / 2. */
+    {"yarn gpt-oss, D 96", SY_ROPE_SCALING_YARN, 96, 150000.0f, 32.0f, 32.0f, 1.0f, 4096, 0.0f, SY_DTYPE_F32, 9, 3, 3,
+     131072},
+    {"yarn factor 4, beta 16 / 2, D 510, bf16", SY_ROPE_SCALING_YARN, 510, 1000000.0f, 4.0f, 16.0f, 2.0f, 2048, 0.0f,
+     SY_DTYPE_BF16, 3, 1, 1, 32767},
+};
+
+enum { MAX_HALF = 256 }; /* head dim / 2 of the largest case */
+
+static sy_rope_params case_params(const rope_case *c)
+{
+    sy_rope_params p = {sizeof p,  SY_ROPE_STYLE_NEOX, c->scaling,   c->head_dim, c->theta,
+                        c->factor, c->beta_fast,       c->beta_slow, c->original, c->concentration};
+    return p;
+}
+
+/* openai/gpt-oss gpt_oss/torch/model.py, RotaryEmbedding._compute_concentration_and_inv_freq,
+ * written again in double for any parameters (ntk_beta = beta_fast, ntk_alpha = beta_slow,
+ * initial_context_length = original): freq_i = theta^(2i / D); with scaling_factor > 1 (YaRN
+ * "NTK by parts", arXiv:2309.00071) low / high = D/2 ln(L / (beta 2 pi)) / ln theta, mask = 1 -
+ * clamp((i - low) / (high - low), 0, 1), inv_freq = 1 / (factor freq) (1 - mask) + 1 / freq mask,
+ * concentration 0.1 ln(factor) + 1; otherwise inv_freq = 1 / freq, concentration 1. Then the
+ * ABI's override (switchyard/plugin.h, sy_rope_params.concentration): a non-zero
+ * params.concentration replaces the concentration. */
+static double case_reference_freqs(const rope_case *c, double *inv_freq)
+{
+    const double pi = 3.14159265358979323846, dims = c->head_dim, base = c->theta, half = dims / 2;
+    ck_assert(c->head_dim / 2 <= MAX_HALF);
+    int yarn = c->scaling == SY_ROPE_SCALING_YARN && c->factor > 1.0f;
+    double conc = yarn ? 0.1 * log((double)c->factor) + 1.0 : 1.0;
+    double low = 0, high = 0;
+    if (yarn) {
+        low = half * log(c->original / ((double)c->beta_fast * 2 * pi)) / log(base);
+        high = half * log(c->original / ((double)c->beta_slow * 2 * pi)) / log(base);
+        /* gpt-oss asserts 0 < low < high < d_half - 1; the cases keep to it so that the ramp,
+         * the extrapolated and the interpolated part are all exercised. */
+        ck_assert_msg(0 < low && low < high && high < half - 1, "%s: low %g, high %g", c->name, low, high);
+    }
+    for (uint32_t i = 0; i < c->head_dim / 2; i++) {
+        double freq = pow(base, 2.0 * i / dims);
+        if (!yarn) {
+            inv_freq[i] = 1 / freq;
+            continue;
+        }
+        double mask = 1 - fmin(fmax(((double)i - low) / (high - low), 0), 1);
+        inv_freq[i] = 1 / ((double)c->factor * freq) * (1 - mask) + 1 / freq * mask;
+    }
+    return c->concentration != 0.0f ? (double)c->concentration : conc;
+}
+
+/* q and k heads with a head stride of D + 3 and a token stride of (Hq + Hkv)(D + 3) + 5, so that
+ * the gaps between heads and tokens (and a tail) hold poison: a kernel that writes outside the
+ * views changes them, one that reads outside them gets NaN into its results. The rotation is in
+ * place, so the views themselves hold the inputs, not poison. */
+enum { HEAD_GAP = 3, TOKEN_GAP = 5, TAIL = 7 };
+
+static size_t case_head_stride(const rope_case *c)
+{
+    return c->head_dim + HEAD_GAP;
+}
+
+static size_t case_token_stride(const rope_case *c)
+{
+    return (size_t)(c->hq + c->hkv) * case_head_stride(c) + TOKEN_GAP;
+}
+
+static void poison_elems(void *p, int32_t dtype, size_t n)
+{
+    if (dtype == SY_DTYPE_F32)
+        sy_poison_f32(p, n);
+    else
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)p)[i] = 0xFFC1; /* a bf16 NaN */
+}
+
+/* Error bound of the kernel's f32 arithmetic against the exact rotation: cos and sin times the
+ * concentration rounded to f32 (u = 2^-24 each), two products and a sum (u each), so |err| <=
+ * 3u (|x1 C| + |x2 S|) to first order; 4u for the second-order terms and an FMA-free or fused
+ * evaluation alike. The angle is double on both sides; the two computations of inv_freq differ by
+ * a few double ulps, at most about 1e-10 rad at position 131072, covered by the 2^-30 term.
+ * bf16 outputs add their own rounding, half an ulp = 2^-8 of the magnitude (plus the smallest
+ * subnormal, for results that land there). */
+static double rotation_bound(int32_t dtype, double x1, double x2, double C, double S, double conc, double want)
+{
+    double b = 4 * 0x1p-24 * (fabs(x1 * C) + fabs(x2 * S)) + 0x1p-30 * fabs(conc) * (fabs(x1) + fabs(x2));
+    return dtype == SY_DTYPE_BF16 ? b + 0x1p-8 * (fabs(want) + b) + 0x1p-133 : b;
+}
+
+static void run_rope_case(const rope_case *c, sy_rng *rng)
+{
+    const sy_rope_caps *caps = plugin()->caps;
+    /* Only what the plugin says it serves. */
+    ck_assert_msg((caps->scalings & c->scaling) && c->head_dim <= caps->head_dim_max &&
+                      (caps->dtypes & SY_DTYPE_BIT(c->dtype)),
+                  "%s: not in the plugin's caps", c->name);
+    const int nt = c->tokens, dim = (int)c->head_dim, half = dim / 2;
+    const size_t hs = case_head_stride(c), ts = case_token_stride(c), n = (size_t)nt * ts + TAIL;
+    const size_t es = sy_dtype_size(c->dtype);
+    void *buf = malloc(n * es), *before = malloc(n * es);
+    poison_elems(buf, c->dtype, n);
+    for (int t = 0; t < nt; t++)
+        for (int h = 0; h < c->hq + c->hkv; h++)
+            for (int d = 0; d < dim; d++) {
+                size_t i = (size_t)t * ts + (size_t)h * hs + (size_t)d;
+                float v = (float)sy_rng_range(rng, -2, 2);
+                if (c->dtype == SY_DTYPE_BF16)
+                    ((uint16_t *)buf)[i] = sy_f32_to_bf16(v);
+                else
+                    ((float *)buf)[i] = v;
+            }
+    memcpy(before, buf, n * es);
+
+    /* Positions: the case's maximum, 0, 1 and odd ones first, then random ones (any order). */
+    int32_t *pos = malloc((size_t)nt * sizeof *pos);
+    const int32_t fixed[] = {c->max_pos, 0, 1, 4097, 3, c->max_pos - 1, 12345};
+    for (int t = 0; t < nt; t++)
+        pos[t] = t < (int)(sizeof fixed / sizeof fixed[0]) ? fixed[t] % (c->max_pos + 1)
+                                                           : (int32_t)sy_rng_below(rng, (uint32_t)c->max_pos + 1);
+
+    sy_rope_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.params = case_params(c);
+    int64_t sq[3] = {nt, c->hq, dim}, sk[3] = {nt, c->hkv, dim}, sp[1] = {nt};
+    a.q = sy_tensor_contiguous(buf, c->dtype, 3, sq);
+    a.k = sy_tensor_contiguous((uint8_t *)buf + (size_t)c->hq * hs * es, c->dtype, 3, sk);
+    a.q.stride[0] = a.k.stride[0] = (int64_t)ts;
+    a.q.stride[1] = a.k.stride[1] = (int64_t)hs;
+    a.positions = sy_tensor_contiguous(pos, SY_DTYPE_I32, 1, sp);
+    sy_error err = {{0}};
+    ck_assert_msg(ops()->rope(NULL, NULL, &a, &err) == SY_OK, "%s: %s", c->name, err.msg);
+
+    double *inv_freq = malloc((size_t)half * sizeof *inv_freq);
+    const double conc = case_reference_freqs(c, inv_freq);
+    double worst = 0; /* largest error / bound */
+    for (int t = 0; t < nt; t++)
+        for (int h = 0; h < c->hq + c->hkv; h++) {
+            size_t row = (size_t)t * ts + (size_t)h * hs;
+            for (int i = 0; i < half; i++) {
+                double ang = (double)pos[t] * inv_freq[i], C = cos(ang) * conc, S = sin(ang) * conc;
+                double x1 = elem(before, c->dtype, row + (size_t)i);
+                double x2 = elem(before, c->dtype, row + (size_t)(i + half));
+                /* gpt-oss _apply_rotary_emb: o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin. */
+                const double want[2] = {x1 * C - x2 * S, x2 * C + x1 * S};
+                const size_t at[2] = {row + (size_t)i, row + (size_t)(i + half)};
+                for (int o = 0; o < 2; o++) {
+                    double got = elem(buf, c->dtype, at[o]), e = fabs(got - want[o]);
+                    double bound = rotation_bound(c->dtype, o ? x2 : x1, o ? x1 : x2, C, S, conc, want[o]);
+                    ck_assert_msg(e <= bound,
+                                  "%s: token %d (position %d) head %d dim %zu: got %.9g, want %.9g, error %.3g > "
+                                  "bound %.3g",
+                                  c->name, t, pos[t], h, at[o] - row, got, want[o], e, bound);
+                    worst = fmax(worst, e / bound);
+                }
+            }
+        }
+    /* Everything outside the q and k views, the gaps and the tail, still holds its poison. */
+    for (size_t i = 0; i < n; i++) {
+        size_t in_token = i % ts;
+        int in_view = i < (size_t)nt * ts && in_token < (size_t)(c->hq + c->hkv) * hs && in_token % hs < (size_t)dim;
+        if (!in_view)
+            ck_assert_msg(memcmp((uint8_t *)buf + i * es, (uint8_t *)before + i * es, es) == 0,
+                          "%s: element %zu outside q and k was written", c->name, i);
+    }
+    /* The comparison saw the kernel's outputs: random f32 rotations are never all exact. */
+    ck_assert(worst > 0 || c->dtype == SY_DTYPE_BF16);
+    free(inv_freq);
+    free(pos);
+    free(before);
+    free(buf);
+}
+
+START_TEST(rope_cases_match_double_reference)
+{
+    sy_rng rng = {sy_test_seed()};
+    for (size_t i = 0; i < sizeof rope_cases / sizeof rope_cases[0]; i++)
+        run_rope_case(&rope_cases[i], &rng);
+}
+END_TEST
+
+/* The table must tell its cases apart: the references of a case under the plausible mistakes
+ * (YaRN applied despite scaling none or factor 1, the default concentration instead of the set one,
+ * the gpt-oss head dim 64's frequencies) differ from its own far beyond the tolerance at the
+ * positions used, so a kernel making one of them fails above. */
+START_TEST(rope_cases_are_distinguishable)
+{
+    for (size_t k = 0; k < sizeof rope_cases / sizeof rope_cases[0]; k++) {
+        const rope_case *c = &rope_cases[k];
+        rope_case alt[3];
+        int n_alt = 0;
+        if (c->scaling == SY_ROPE_SCALING_NONE || c->factor <= 1.0f) { /* as if YaRN applied */
+            alt[n_alt] = *c;
+            alt[n_alt].scaling = SY_ROPE_SCALING_YARN;
+            alt[n_alt].factor = 32.0f;
+            alt[n_alt].beta_fast = 32.0f;
+            alt[n_alt].beta_slow = 1.0f;
+            alt[n_alt].original = 4096;
+            alt[n_alt].theta = 150000.0f;
+            n_alt++;
+        }
+        if (c->concentration != 0.0f) { /* the set concentration ignored */
+            alt[n_alt] = *c;
+            alt[n_alt].concentration = 0.0f;
+            n_alt++;
+        }
+        if (c->head_dim != 64) { /* frequencies of D 64 */
+            alt[n_alt] = *c;
+            alt[n_alt].head_dim = 64;
+            n_alt++;
+        }
+        ck_assert_msg(n_alt > 0, "%s: nothing to tell apart", c->name);
+        double f[MAX_HALF], g[MAX_HALF];
+        double conc = case_reference_freqs(c, f);
+        for (int j = 0; j < n_alt; j++) {
+            double conc_alt = case_reference_freqs(&alt[j], g);
+            /* Largest difference of cos over the pairs both have, at the case's largest position,
+             * against the f32 tolerance (about 1e-6). */
+            double d = fabs(conc - conc_alt);
+            uint32_t m = (c->head_dim < alt[j].head_dim ? c->head_dim : alt[j].head_dim) / 2;
+            for (uint32_t i = 0; i < m; i++)
+                d = fmax(d, fabs(conc * cos(c->max_pos * f[i]) - conc_alt * cos(c->max_pos * g[i])));
+            ck_assert_msg(d > 1e-2, "%s: alternative %d differs by only %g", c->name, j, d);
+        }
+    }
 }
 END_TEST
 
@@ -377,6 +638,8 @@ int main(void)
     tcase_add_test(tc, yarn_frequencies_and_concentration);
     tcase_add_test(tc, rope_matches_double_reference_f32);
     tcase_add_test(tc, rope_matches_double_reference_bf16);
+    tcase_add_test(tc, rope_cases_match_double_reference);
+    tcase_add_test(tc, rope_cases_are_distinguishable);
     tcase_add_test(tc, fused_kv_write_is_bit_exact);
     tcase_add_test(tc, fused_bad_slot_behaves_like_the_pair);
     tcase_add_test(tc, caps_list_both_fused_layouts);
