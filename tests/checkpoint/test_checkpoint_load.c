@@ -1,11 +1,15 @@
 /* Checkpoints into the engine: a synthetic model written as an HF checkpoint (one file or shards)
  * runs to the very tokens and logits of the synthetic run; a checkpoint with a missing, extra,
  * mistyped or misshapen tensor is refused naming it; config.json must agree with the configured
- * model; the CLI writes, checks and runs checkpoints. */
+ * model; the CLI writes, checks and runs checkpoints. A failed write leaves no checkpoint to run;
+ * config.json's dimensions are held to the model limits; synth reports --seed and --preset as typed. */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/gpt_oss.h"
@@ -438,6 +442,188 @@ START_TEST(cli_writes_checks_and_runs_checkpoints)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------ */
+
+static char *path_in(const char *dir, const char *file)
+{
+    char *p = malloc(strlen(dir) + strlen(file) + 2);
+    sprintf(p, "%s/%s", dir, file);
+    return p;
+}
+
+static int exists(const char *dir, const char *file)
+{
+    char *p = path_in(dir, file);
+    struct stat sb;
+    int there = lstat(p, &sb) == 0;
+    free(p);
+    return there;
+}
+
+static off_t file_size(const char *dir, const char *file)
+{
+    char *p = path_in(dir, file);
+    struct stat sb;
+    ck_assert_int_eq(stat(p, &sb), 0);
+    free(p);
+    return sb.st_size;
+}
+
+/* The review's case: a write of seed 2 over a 3-shard checkpoint of seed 1 fails on its largest
+ * shard (a file size limit, with SIGXFSZ ignored as `ulimit -f` in a shell that traps it). The
+ * other shards were renamed into place by then; before the fix they stayed under seed 1's index
+ * and config.json, and the folder checked and ran as a mix of two seeds. Now config.json goes
+ * first and comes back last: the folder is refused, and this write's shards are gone. Check runs
+ * each test in a child process, so the limit ends with the test. */
+START_TEST(failed_synth_leaves_no_checkpoint_to_run)
+{
+    char *dir = sy_scratch_dir();
+    write_synth(1, 3, dir);
+    char shards[3][64];
+    off_t largest = 0;
+    int failing = 0;
+    for (int s = 0; s < 3; s++) {
+        snprintf(shards[s], sizeof shards[s], "model-%05d-of-00003.safetensors", s + 1);
+        off_t size = file_size(dir, shards[s]);
+        failing = size > largest ? s : failing;
+        largest = size > largest ? size : largest;
+    }
+    for (int s = 0; s < 3; s++)
+        ck_assert_msg(s == failing || file_size(dir, shards[s]) < largest, "shards of equal size: no shard would "
+                      "be written before the failure");
+    struct rlimit unlimited, limit;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    limit = unlimited;
+    limit.rlim_cur = (rlim_t)largest - 1;
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    sy_model_dims d = dims();
+    sy_synth_write_result r;
+    sy_error err = {{0}};
+    sy_status st = sy_checkpoint_write_synth(&d, 2, 3, dir, "tiny", &r, &err);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    ck_assert_int_eq(st, SY_E_IO);
+    ck_assert_msg(strstr(err.msg, shards[failing]) && strstr(err.msg, "File too large"), "%s", err.msg);
+    ck_assert_msg(!exists(dir, SY_CKPT_CONFIG_FILE), "a failed write left config.json");
+    ck_assert_msg(!exists(dir, SY_CKPT_INDEX_FILE), "a failed write left the index");
+    for (int s = 0; s < 3; s++)
+        ck_assert_msg(s == failing || !exists(dir, shards[s]), "a failed write left its shard %s", shards[s]);
+    sy_weights *w = NULL;
+    ck_assert_int_ne(sy_weights_open(&d, 2, dir, &w, &err), SY_OK);
+    ck_assert_int_ne(sy_weights_open(&d, 1, dir, &w, &err), SY_OK);
+    sy_process_result pr;
+    sy_run_switchyard((const char *const[]){"checkpoint", "check", dir, NULL}, NULL, &pr);
+    ck_assert_msg(pr.exit_code == 3 && strstr(pr.err, SY_CKPT_CONFIG_FILE), "checkpoint check exited %d: %s",
+                  pr.exit_code, pr.err);
+    sy_process_result_free(&pr);
+    /* Writing again without the limit gives a whole checkpoint. */
+    write_synth(2, 3, dir);
+    ck_assert_msg(sy_weights_open(&d, 2, dir, &w, &err) == SY_OK, "%s", err.msg);
+    sy_weights_close(w);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
+/* config.json's dimensions are held to the limits of their Switchyard keys before anything is sized
+ * by them: 2^32 - 1 layers once made `checkpoint check` ask for layers x 19 tensor names and abort
+ * out of host memory. */
+START_TEST(config_json_dimensions_are_held_to_the_model_limits)
+{
+    sy_model_dims d = dims();
+    char *text = sy_hf_config_text(&d);
+    /* 2^32 - 1 layers, without the layer_types that would have to list them. */
+    char *layers = strstr(text, "\"num_hidden_layers\": 3,"), *types = strstr(text, "  \"layer_types\"");
+    ck_assert_ptr_nonnull(layers);
+    ck_assert_ptr_nonnull(types);
+    char *huge = sy_fixture_printf("%.*s\"num_hidden_layers\": 4294967295,%.*s%s", (int)(layers - text), text,
+                                   (int)(types - layers - strlen("\"num_hidden_layers\": 3,")),
+                                   layers + strlen("\"num_hidden_layers\": 3,"), strchr(types, '\n') + 1);
+    sy_hf_config hf;
+    sy_error err = {{0}};
+    ck_assert_int_ne(sy_hf_config_parse("c.json", huge, strlen(huge), &hf, &err), SY_OK);
+    ck_assert_msg(strstr(err.msg, "c.json: num_hidden_layers = 4294967295 is out of range 1..1024") &&
+                      strstr(err.msg, "model.layers"),
+                  "%s", err.msg);
+    static const char *const out_of_range[][3] = {
+        {"\"vocab_size\": 333,", "\"vocab_size\": 0,", "vocab_size = 0 is out of range 1..4194304"},
+        {"\"num_local_experts\": 8,", "\"num_local_experts\": 100000,", "num_local_experts = 100000"},
+        {"\"rms_norm_eps\": 1e-05,", "\"rms_norm_eps\": 2,", "rms_norm_eps = 2 is out of range"},
+    };
+    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
+        char *at = strstr(text, out_of_range[i][0]);
+        ck_assert_msg(at != NULL, "the writer's config.json lacks %s", out_of_range[i][0]);
+        char *bad = sy_fixture_printf("%.*s%s%s", (int)(at - text), text, out_of_range[i][1],
+                                      at + strlen(out_of_range[i][0]));
+        ck_assert_int_ne(sy_hf_config_parse("c.json", bad, strlen(bad), &hf, &err), SY_OK);
+        ck_assert_msg(strstr(err.msg, out_of_range[i][2]), "message lacks '%s': %s", out_of_range[i][2], err.msg);
+        free(bad);
+    }
+    /* The CLI on a folder whose config.json says so: an error, not an abort. */
+    char *dir = sy_scratch_dir();
+    write_synth(1, 1, dir);
+    free(sy_scratch_write(dir, SY_CKPT_CONFIG_FILE, huge, 0644));
+    sy_process_result r;
+    cli((const char *const[]){"checkpoint", "check", dir, NULL}, 1, "num_hidden_layers = 4294967295 is out of range",
+        &r);
+    ck_assert_int_eq(r.term_signal, 0);
+    sy_process_result_free(&r);
+    /* Within every limit, but no model: the cross-dimension rules of a config apply too. */
+    char *heads = strstr(text, "\"num_key_value_heads\": ");
+    ck_assert_ptr_nonnull(heads);
+    char *odd = sy_fixture_printf("%.*s\"num_key_value_heads\": 3%s", (int)(heads - text), text, strchr(heads, ','));
+    free(sy_scratch_write(dir, SY_CKPT_CONFIG_FILE, odd, 0644));
+    cli((const char *const[]){"checkpoint", "check", dir, NULL}, 1, "must be a multiple of model.kv_heads (3)", &r);
+    ck_assert_msg(strstr(r.err, SY_CKPT_CONFIG_FILE), "%s", r.err);
+    sy_process_result_free(&r);
+    free(odd);
+    free(huge);
+    free(text);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
+/* --seed and --preset are reported as themselves. A repeated --seed once freed the text an earlier
+ * one had left in the --set list ("--set:2:1: error: unknown key '.V'"); the last one counts now.
+ * Errors in them said "--set:2:12: error: model.seed ..." though no --set was given, and the
+ * user's own --set entries were numbered from 2. */
+START_TEST(synth_options_are_reported_as_typed)
+{
+    char *dir = sy_scratch_dir();
+    char *out = path_in(dir, "ckpt");
+    sy_process_result r;
+    cli((const char *const[]){"checkpoint", "synth", "--seed", "123456789012", "--seed", "2", out, NULL}, 0,
+        "(seed 2)", &r);
+    sy_process_result_free(&r);
+    static const struct {
+        const char *args[6];
+        const char *expect;
+    } bad[] = {
+        {{"--seed", "12x"}, "--seed: error: model.seed: expected an integer, got '12x'"},
+        {{"--seed", "-1"}, "--seed: error: model.seed: -1 is out of range"},
+        {{"--preset", "huge"}, "--preset: error: model.preset: 'huge' is not one of"},
+        {{"--seed", "3", "--set", "model.seed=4"}, "--seed: error: model.seed is also given by --set 1"},
+        {{"--preset", "tiny", "--set", "model.layers=0"}, "--set:1:14: error: model.layers: 0 is out of range"},
+        {{"--set", "model.preset=gpt-oss-20b", "--set", "model.layers=0"}, "--set:2:14: error: model.layers"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[10] = {"checkpoint", "synth"};
+        size_t n = 2;
+        for (size_t k = 0; k < 6 && bad[i].args[k]; k++)
+            args[n++] = bad[i].args[k];
+        args[n++] = out;
+        args[n] = NULL;
+        cli(args, 2, bad[i].expect, &r);
+        ck_assert_msg(strstr(r.err, "duplicate") == NULL, "%s", r.err);
+        ck_assert_msg(strstr(bad[i].expect, "--set") || strstr(r.err, "--set") == NULL ||
+                          strstr(r.err, "given by --set"),
+                      "an error about an option is reported as a --set: %s", r.err);
+        sy_process_result_free(&r);
+    }
+    free(out);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("checkpoint_load");
@@ -449,6 +635,9 @@ int main(void)
                         (int)(sizeof broken / sizeof broken[0]));
     tcase_add_test(t, config_json_must_agree_with_the_configured_model);
     tcase_add_test(t, cli_writes_checks_and_runs_checkpoints);
+    tcase_add_test(t, failed_synth_leaves_no_checkpoint_to_run);
+    tcase_add_test(t, config_json_dimensions_are_held_to_the_model_limits);
+    tcase_add_test(t, synth_options_are_reported_as_typed);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

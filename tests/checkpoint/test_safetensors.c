@@ -1,11 +1,15 @@
 /* The safetensors reader and writer: random files round-trip byte for byte; every malformed header
  * field is refused with a message naming the file (and the tensor when there is one); JSON that
- * libyaml would accept as YAML but is not JSON is refused; shard indexes are checked both ways. */
+ * libyaml would accept as YAML but is not JSON is refused; shard indexes are checked both ways;
+ * repeated __metadata__ keys are found in n log n; FIFOs and folders are refused without waiting;
+ * writers never follow a link planted under a temporary name. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/json_value.h"
@@ -13,6 +17,7 @@
 #include "checkpoint/st_write.h"
 #include "fixture_support.h"
 #include "sy_test.h"
+#include "util/strbuf.h"
 
 #define ORIGIN "shard.safetensors"
 
@@ -346,6 +351,148 @@ START_TEST(shard_index_is_checked_both_ways)
 }
 END_TEST
 
+/* 250000 distinct __metadata__ keys and one repeat: comparing each key with every earlier one took
+ * minutes here; sorted, it is a fraction of a second. The alarm fails the test long before the
+ * 300 s Check timeout. */
+START_TEST(many_metadata_keys_are_checked_in_n_log_n)
+{
+    enum { KEYS = 250000 };
+    alarm(20);
+    for (int repeat = 0; repeat < 2; repeat++) {
+        sy_str h = {0};
+        sy_str_appendf(&h, "{\"__metadata__\":{");
+        for (size_t i = 0; i < KEYS; i++)
+            sy_str_appendf(&h, "%s\"k%06zu\":\"\"", i ? "," : "", i);
+        if (repeat)
+            sy_str_appendf(&h, ",\"k%06d\":\"again\"", KEYS / 2);
+        sy_str_appendf(&h, "}," T1("t", "U8", "[2]", "[0,2]") "}");
+        size_t size;
+        uint8_t *img = image(h.data, 2, &size);
+        sy_st_file f;
+        sy_error err = {{0}};
+        sy_status st = sy_st_parse(img, size, ORIGIN, &f, &err);
+        if (!repeat) {
+            ck_assert_msg(st == SY_OK, "%s", err.msg);
+            ck_assert_uint_eq(f.n_meta, KEYS);
+            ck_assert_str_eq(f.meta_keys[KEYS - 1], "k249999"); /* file order kept */
+            sy_st_close(&f);
+        } else {
+            ck_assert_int_ne(st, SY_OK);
+            ck_assert_msg(strstr(err.msg, ORIGIN) && strstr(err.msg, "__metadata__ has the key \"k125000\" twice"),
+                          "%s", err.msg);
+        }
+        free(img);
+        sy_str_free(&h);
+    }
+    alarm(0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* files that are not regular: refused at once, naming what they are */
+
+static void expect_open_refused(sy_status st, const sy_error *err, const char *path, const char *kind)
+{
+    ck_assert_msg(st != SY_OK, "opened %s, which is %s", path, kind);
+    ck_assert_msg(strstr(err->msg, path) && strstr(err->msg, kind) && strstr(err->msg, "not a regular file"),
+                  "message lacks '%s' or '%s': %s", path, kind, err->msg);
+}
+
+/* A FIFO would block open() until a writer comes, which none does: a regression hangs, and the alarm
+ * turns the hang into a failure long before the 300 s Check timeout. */
+START_TEST(fifos_and_folders_are_refused_without_waiting)
+{
+    alarm(20);
+    char *dir = sy_scratch_dir();
+    char *config = sy_fixture_printf("%s/%s", dir, SY_CKPT_CONFIG_FILE);
+    char *single = sy_fixture_printf("%s/%s", dir, SY_CKPT_SINGLE_FILE);
+    char *shard = sy_fixture_printf("%s/s-2.safetensors", dir);
+    char *text = NULL;
+    size_t len = 0;
+    sy_error err = {{0}};
+    ck_assert_int_eq(mkfifo(config, 0644), 0);
+    expect_open_refused(sy_read_small_file(config, 1 << 20, &text, &len, &err), &err, config, "a FIFO");
+    /* The single file: taken for what it is, not for a missing file. */
+    ck_assert_int_eq(mkfifo(single, 0644), 0);
+    sy_checkpoint *c = NULL;
+    expect_open_refused(sy_checkpoint_open(dir, &c, &err), &err, single, "a FIFO");
+    sy_st_file f;
+    expect_open_refused(sy_st_open(single, &f, &err), &err, single, "a FIFO");
+    ck_assert_int_eq(unlink(single), 0);
+    ck_assert_int_eq(mkdir(single, 0755), 0);
+    expect_open_refused(sy_checkpoint_open(dir, &c, &err), &err, single, "a folder");
+    ck_assert_int_eq(rmdir(single), 0);
+    /* A shard the index names. */
+    write_shard(dir, "s-1.safetensors", (const char *const[]){"a", "c"}, 2);
+    ck_assert_int_eq(mkfifo(shard, 0644), 0);
+    free(sy_scratch_write(dir, SY_CKPT_INDEX_FILE,
+                          "{\"weight_map\": {\"a\": \"s-1.safetensors\", \"b\": \"s-2.safetensors\", "
+                          "\"c\": \"s-1.safetensors\"}}", 0644));
+    expect_open_refused(sy_checkpoint_open(dir, &c, &err), &err, shard, "a FIFO");
+    /* The index itself. */
+    char *index = sy_fixture_printf("%s/%s", dir, SY_CKPT_INDEX_FILE);
+    ck_assert_int_eq(unlink(index), 0);
+    ck_assert_int_eq(mkfifo(index, 0644), 0);
+    expect_open_refused(sy_checkpoint_open(dir, &c, &err), &err, index, "a FIFO");
+    alarm(0);
+    free(index);
+    free(config);
+    free(single);
+    free(shard);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* where the writers put their bytes */
+
+/* The temporary file of a write once had a predictable name opened with fopen("wb"): a symlink
+ * planted under it sent the write through to any file the writer could write. Temporary files are
+ * now made by mkstemp; the finished files get the permissions of a new file under the umask, and no
+ * temporary file is left behind. */
+START_TEST(writes_never_follow_a_planted_temp_name)
+{
+    char *dir = sy_scratch_dir();
+    char *victim = sy_scratch_write(dir, "victim", "precious\n", 0644);
+    const char *finals[] = {SY_CKPT_SINGLE_FILE, SY_CKPT_CONFIG_FILE};
+    for (size_t i = 0; i < 2; i++) {
+        char *planted = sy_fixture_printf("%s/.%s.tmp%ld", dir, finals[i], (long)getpid());
+        ck_assert_int_eq(symlink(victim, planted), 0);
+        free(planted);
+    }
+    mode_t old_mask = umask(027);
+    write_shard(dir, SY_CKPT_SINGLE_FILE, (const char *const[]){"a"}, 1);
+    char *config = sy_fixture_printf("%s/%s", dir, SY_CKPT_CONFIG_FILE);
+    sy_error err = {{0}};
+    ck_assert_msg(sy_write_file_atomic(config, "{}\n", 3, &err) == SY_OK, "%s", err.msg);
+    umask(old_mask);
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_msg(sy_read_small_file(victim, 1 << 20, &text, &len, &err) == SY_OK, "%s", err.msg);
+    ck_assert_str_eq(text, "precious\n");
+    free(text);
+    for (size_t i = 0; i < 2; i++) {
+        char *path = sy_fixture_printf("%s/%s", dir, finals[i]);
+        struct stat sb;
+        ck_assert_int_eq(lstat(path, &sb), 0);
+        ck_assert_msg(S_ISREG(sb.st_mode), "%s is not a regular file", path);
+        ck_assert_msg((sb.st_mode & 0777) == 0640, "%s has mode %o, expected 0640 under umask 027", path,
+                      (unsigned)(sb.st_mode & 0777));
+        free(path);
+    }
+    /* Nothing else appeared: the victim, the two planted links and the two files. */
+    size_t entries = 0;
+    DIR *dh = opendir(dir);
+    for (struct dirent *e; dh && (e = readdir(dh));)
+        entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(dh);
+    ck_assert_uint_eq(entries, 5);
+    free(config);
+    free(victim);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("safetensors");
@@ -356,6 +503,9 @@ int main(void)
     tcase_add_test(t, random_files_round_trip);
     tcase_add_test(t, json_documents_refuse_duplicate_keys);
     tcase_add_test(t, shard_index_is_checked_both_ways);
+    tcase_add_test(t, many_metadata_keys_are_checked_in_n_log_n);
+    tcase_add_test(t, fifos_and_folders_are_refused_without_waiting);
+    tcase_add_test(t, writes_never_follow_a_planted_temp_name);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

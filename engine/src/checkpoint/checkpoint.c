@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint/json_value.h"
 #include "util/strbuf.h"
@@ -13,26 +14,29 @@ sy_status sy_read_small_file(const char *path, size_t limit, char **text, size_t
 {
     *text = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sy_fail(err, SY_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return sy_fail(err, SY_E_IO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > limit) {
-        fclose(f);
-        return sy_fail(err, SY_E_INVALID, "%s: %lld bytes, over the %zu MiB limit", path, (long long)sb.st_size,
+    int fd;
+    uint64_t size;
+    sy_status st = sy_open_regular_file(path, &fd, &size, err);
+    if (st != SY_OK)
+        return st;
+    if (size > limit) {
+        close(fd);
+        return sy_fail(err, SY_E_INVALID, "%s: %llu bytes, over the %zu MiB limit", path, (unsigned long long)size,
                        limit >> 20);
     }
-    char *buf = sy_xcalloc((size_t)sb.st_size + 1, 1);
-    size_t n = fread(buf, 1, (size_t)sb.st_size, f);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        st = sy_fail(err, SY_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return st;
+    }
+    char *buf = sy_xcalloc((size_t)size + 1, 1);
+    size_t n = fread(buf, 1, (size_t)size, f);
     int failed = ferror(f);
     fclose(f);
-    if (failed || n != (size_t)sb.st_size) {
+    if (failed || n != (size_t)size) {
         free(buf);
-        return sy_fail(err, SY_E_IO, "%s: read %zu of %lld bytes", path, n, (long long)sb.st_size);
+        return sy_fail(err, SY_E_IO, "%s: read %zu of %llu bytes", path, n, (unsigned long long)size);
     }
     *text = buf;
     *len = n;
@@ -50,10 +54,12 @@ const sy_ckpt_ref *sy_checkpoint_find(const sy_checkpoint *c, const char *name)
     return c->n_refs ? bsearch(&key, c->refs, c->n_refs, sizeof key, ref_order) : NULL;
 }
 
-static int is_file(const char *path)
+/* Whatever is there: a FIFO or a folder under a checkpoint file's name is refused by the open that
+ * follows, naming what it is, rather than taken for a missing file. */
+static int exists(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return stat(path, &sb) == 0;
 }
 
 /* Shards live beside the index: a plain file name, never a path. */
@@ -186,7 +192,7 @@ sy_status sy_checkpoint_open(const char *dir, sy_checkpoint **out, sy_error *err
     c->dir = sy_strdup(dir);
     char *single = sy_asprintf("%s/%s", dir, SY_CKPT_SINGLE_FILE);
     char *index = sy_asprintf("%s/%s", dir, SY_CKPT_INDEX_FILE);
-    int has_single = is_file(single), has_index = is_file(index);
+    int has_single = exists(single), has_index = exists(index);
     sy_status st;
     if (has_single && has_index)
         st = sy_fail(err, SY_E_INVALID, "%s: both %s and %s exist; which one holds the weights is ambiguous: "

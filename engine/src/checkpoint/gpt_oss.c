@@ -68,15 +68,14 @@ static int name_order(const void *a, const void *b)
 
 sy_status sy_gpt_oss_check(const sy_checkpoint *c, const sy_model_dims *d, sy_error *err)
 {
-    size_t n = sy_gpt_oss_tensor_count(d);
+    size_t n = sy_gpt_oss_tensor_count(d), named = 0;
     char **expected = sy_xcalloc(n, sizeof *expected);
     sy_status st = SY_OK;
-    for (size_t i = 0; i < n; i++) {
+    /* The first error ends the check: the names of the rest are needed only when all are there. */
+    for (size_t i = 0; i < n && st == SY_OK; i++) {
         sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, i);
         char name[128], want[160], got[160];
-        expected[i] = sy_strdup(sy_ckpt_name(t.layer, t.kind, name, sizeof name));
-        if (st != SY_OK)
-            continue;
+        expected[named++] = sy_strdup(sy_ckpt_name(t.layer, t.kind, name, sizeof name));
         sy_st_describe(t.dtype, t.rank, t.shape, want, sizeof want);
         const sy_ckpt_ref *r = sy_checkpoint_find(c, name);
         if (!r) {
@@ -93,7 +92,8 @@ sy_status sy_gpt_oss_check(const sy_checkpoint *c, const sy_model_dims *d, sy_er
                          c->shards[r->shard].path, name, got, want);
         }
     }
-    qsort(expected, n, sizeof *expected, name_order);
+    if (st == SY_OK)
+        qsort(expected, n, sizeof *expected, name_order);
     for (size_t i = 0; st == SY_OK && i < c->n_refs; i++) {
         const char *name = c->refs[i].name;
         if (!bsearch(&name, expected, n, sizeof *expected, name_order))
@@ -101,7 +101,7 @@ sy_status sy_gpt_oss_check(const sy_checkpoint *c, const sy_model_dims *d, sy_er
                          "expected only the embedding, %u layers of 19 tensors, the final norm and lm_head",
                          c->shards[c->refs[i].shard].path, name, d->layers, d->layers);
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < named; i++)
         free(expected[i]);
     free(expected);
     return st;

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/json_value.h"
+#include "config/schema.h"
 #include "util/strbuf.h"
 
 typedef enum field_type { FIELD_U32, FIELD_F32, FIELD_LAYER_TYPES } field_type;
@@ -91,6 +92,35 @@ static sy_status read_layer_types(const char *origin, const sy_jvalue *v, sy_hf_
     return SY_OK;
 }
 
+static void field_text(const sy_model_dims *d, size_t i, char *buf, size_t len);
+
+/* Each dimension within the range of its Switchyard key (schema.c), as a config would have to be:
+ * config.json beyond them describes a model no command can build, and whatever is sized per layer
+ * or per expert (the tensor names `checkpoint check` expects) must not trust it. */
+static sy_status check_limits(const char *origin, const sy_hf_config *h, sy_error *err)
+{
+    size_t n_keys = 0;
+    const sy_cfg_key *keys = sy_schema_keys(&n_keys);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        long k = sy_schema_index(fields[i].key);
+        if (!(h->present >> i & 1) || fields[i].type == FIELD_LAYER_TYPES || k < 0)
+            continue;
+        const sy_cfg_key *key = &keys[k];
+        sy_model_dims d = h->dims;
+        double v = fields[i].type == FIELD_F32 ? (double)*f32_at(&d, i) : (double)*u32_at(&d, i);
+        int low = key->flags & SY_CFG_POSITIVE ? v <= 0 : v < key->min;
+        if (!low && v <= key->max)
+            continue;
+        char value[48], allowed[96];
+        field_text(&d, i, value, sizeof value);
+        sy_schema_allowed(key, allowed, sizeof allowed);
+        return sy_fail(err, SY_E_INVALID, "%s: %s%s%s = %s is out of range %s (the limits of %s)", origin,
+                       fields[i].parent ? fields[i].parent : "", fields[i].parent ? "." : "", fields[i].hf, value,
+                       allowed, fields[i].key);
+    }
+    return SY_OK;
+}
+
 sy_status sy_hf_config_parse(const char *origin, const char *text, size_t len, sy_hf_config *h, sy_error *err)
 {
     memset(h, 0, sizeof *h);
@@ -153,6 +183,8 @@ sy_status sy_hf_config_parse(const char *origin, const char *text, size_t len, s
     /* HF's default head_dim is hidden_size / num_attention_heads. */
     if (st == SY_OK && !(h->present >> F_HEAD_DIM & 1) && h->dims.q_heads)
         set_u32(h, F_HEAD_DIM, h->dims.hidden / h->dims.q_heads);
+    if (st == SY_OK)
+        st = check_limits(origin, h, err);
     sy_jvalue_free(&root);
     return st;
 }

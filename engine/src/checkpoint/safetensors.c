@@ -63,6 +63,28 @@ static sy_status expect(header_parser *p, sy_jtoken *t, sy_jtype type, const cha
     return st;
 }
 
+static int key_order(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted, equal keys are neighbours: O(n log n), where comparing each key with every earlier one
+ * would take days on a 100 MiB header of short keys. */
+static sy_status check_unique_meta_keys(const sy_st_file *f, sy_error *err)
+{
+    if (f->n_meta < 2)
+        return SY_OK;
+    char **sorted = sy_xcalloc(f->n_meta, sizeof *sorted);
+    memcpy(sorted, f->meta_keys, f->n_meta * sizeof *sorted);
+    qsort(sorted, f->n_meta, sizeof *sorted, key_order);
+    sy_status st = SY_OK;
+    for (size_t i = 1; i < f->n_meta && st == SY_OK; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            st = sy_fail(err, SY_E_INVALID, "%s: __metadata__ has the key \"%s\" twice", f->path, sorted[i]);
+    free(sorted);
+    return st;
+}
+
 static sy_status parse_metadata(header_parser *p, sy_error *err)
 {
     sy_st_file *f = p->f;
@@ -78,10 +100,7 @@ static sy_status parse_metadata(header_parser *p, sy_error *err)
         if ((st = sy_jreader_next(&p->r, &t, err)) != SY_OK)
             return st;
         if (t.type == SY_J_OBJECT_END)
-            return SY_OK;
-        for (size_t i = 0; i < f->n_meta; i++)
-            if (strcmp(f->meta_keys[i], t.text) == 0)
-                return sy_fail(err, SY_E_INVALID, "%s: __metadata__ has the key \"%s\" twice", f->path, t.text);
+            return check_unique_meta_keys(f, err);
         if (f->n_meta == cap) {
             cap = cap ? cap * 2 : 8;
             f->meta_keys = sy_xrealloc(f->meta_keys, cap * sizeof *f->meta_keys);
@@ -348,24 +367,57 @@ sy_status sy_st_parse(const void *data, size_t size, const char *origin, sy_st_f
     return st;
 }
 
-sy_status sy_st_open(const char *path, sy_st_file *f, sy_error *err)
+static const char *file_kind(mode_t mode)
 {
-    memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return S_ISDIR(mode)    ? "a folder"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "a special file";
+}
+
+sy_status sy_open_regular_file(const char *path, int *fd_out, uint64_t *size, sy_error *err)
+{
+    *fd_out = -1;
+    /* Without O_NONBLOCK, opening a FIFO waits for a writer, forever; nothing is read before the
+     * file is known to be a regular one. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return sy_fail(err, SY_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    sy_status st = SY_OK;
+    int flags;
+    if (fstat(fd, &sb) != 0)
+        st = sy_fail(err, SY_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = sy_fail(err, SY_E_IO, "%s: is %s, not a regular file", path, file_kind(sb.st_mode));
+    else if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        st = sy_fail(err, SY_E_IO, "%s: cannot make reads blocking: %s", path, strerror(errno));
+    if (st != SY_OK) {
         close(fd);
-        return sy_fail(err, SY_E_IO, "%s: not a regular file", path);
+        return st;
     }
-    size_t size = (size_t)sb.st_size;
+    *fd_out = fd;
+    *size = (uint64_t)sb.st_size;
+    return SY_OK;
+}
+
+sy_status sy_st_open(const char *path, sy_st_file *f, sy_error *err)
+{
+    memset(f, 0, sizeof *f);
+    int fd;
+    uint64_t file_size;
+    sy_status st = sy_open_regular_file(path, &fd, &file_size, err);
+    if (st != SY_OK)
+        return st;
+    size_t size = (size_t)file_size;
     void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     int saved = errno;
     close(fd); /* the mapping keeps the file */
     if (size && map == MAP_FAILED)
         return sy_fail(err, SY_E_IO, "%s: cannot map %zu bytes: %s", path, size, strerror(saved));
-    sy_status st = sy_st_parse(size ? map : "", size, path, f, err);
+    st = sy_st_parse(size ? map : "", size, path, f, err);
     if (st != SY_OK) {
         if (size)
             munmap(map, size);

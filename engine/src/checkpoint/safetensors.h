@@ -47,6 +47,9 @@ typedef struct sy_st_file {
     size_t n_meta;
 } sy_st_file;
 
+/* Opens `path` for reading if it is a regular file, without ever waiting on a FIFO or device:
+ * anything else is refused with a message naming the path and what it is. */
+sy_status sy_open_regular_file(const char *path, int *fd, uint64_t *size, sy_error *err);
 /* Opens and maps a file and checks its header. On failure *f is left closed. */
 sy_status sy_st_open(const char *path, sy_st_file *f, sy_error *err);
 /* The same checks over a file image in memory (kept by the caller while f is open); `origin`

@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/json.h"
@@ -17,32 +19,106 @@ uint64_t sy_st_entry_bytes(const sy_st_entry *e)
     return n;
 }
 
-/* A temporary name beside the final one, so that the rename never crosses file systems. */
-static char *temp_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path + 1) : 0;
-    return sy_asprintf("%.*s.%s.tmp%ld", dir_len, path, slash ? slash + 1 : path, (long)getpid());
-}
-
 static sy_status io_error(sy_error *err, const char *path, const char *what)
 {
     return sy_fail(err, SY_E_IO, "%s: cannot %s: %s", path, what, strerror(errno));
 }
 
-/* The file's data is on disk before its name is: a crash leaves the old file or the new one. */
-static sy_status sync_and_rename(FILE *f, const char *tmp, const char *path, sy_error *err)
+/* The process's umask, which Linux reports without it being changed; elsewhere it is read by
+ * setting and restoring it, under a lock so that the writer's own threads never see the value
+ * set in passing. */
+static mode_t current_umask(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    unsigned mask = 0;
+    int found = 0;
+    char line[128];
+    FILE *status = fopen("/proc/self/status", "r");
+    while (status && !found && fgets(line, sizeof line, status))
+        found = sscanf(line, "Umask: %o", &mask) == 1;
+    if (status)
+        fclose(status);
+    if (found)
+        return (mode_t)mask;
+    pthread_mutex_lock(&lock);
+    mode_t old = umask(022);
+    umask(old);
+    pthread_mutex_unlock(&lock);
+    return old;
+}
+
+/* A temporary file beside the final one, so that the rename never crosses file systems. mkstemp
+ * makes the name unpredictable and creates the file exclusively (a symlink planted under the name
+ * is never followed); the file then gets the permissions of any new file. */
+static sy_status create_temp(const char *path, char **tmp_out, FILE **f_out, sy_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    char *tmp = sy_asprintf("%.*s.%s.tmp-XXXXXX", dir_len, path, slash ? slash + 1 : path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        sy_status st = io_error(err, path, "create a temporary file beside it");
+        free(tmp);
+        return st;
+    }
+    FILE *f = NULL;
+    sy_status st = SY_OK;
+    if (fchmod(fd, 0666 & ~current_umask()) != 0)
+        st = io_error(err, tmp, "set the permissions of");
+    else if (!(f = fdopen(fd, "wb")))
+        st = io_error(err, tmp, "open");
+    if (st != SY_OK) {
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return st;
+    }
+    *tmp_out = tmp;
+    *f_out = f;
+    return SY_OK;
+}
+
+sy_status sy_sync_dir(const char *dir, sy_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return io_error(err, dir, "open the folder to sync it");
+    sy_status st = SY_OK;
+    /* EINVAL: a file system that has nothing to sync for folders. */
+    if (fsync(fd) != 0 && errno != EINVAL)
+        st = io_error(err, dir, "sync the folder");
+    close(fd);
+    return st;
+}
+
+static sy_status sync_parent_dir(const char *path, sy_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return sy_sync_dir(".", err);
+    char *dir = slash == path ? sy_strdup("/") : sy_asprintf("%.*s", (int)(slash - path), path);
+    sy_status st = sy_sync_dir(dir, err);
+    free(dir);
+    return st;
+}
+
+/* The file's data is on disk before its name is, and the name before this returns: a crash leaves
+ * the old file or the new one, and a file reported written stays written. *tmp is freed and set to
+ * NULL once renamed: that name is no longer ours to remove. */
+static sy_status sync_and_rename(FILE *f, char **tmp, const char *path, sy_error *err)
 {
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        sy_status st = io_error(err, tmp, "write");
+        sy_status st = io_error(err, *tmp, "write");
         fclose(f);
         return st;
     }
     if (fclose(f) != 0)
-        return io_error(err, tmp, "close");
-    if (rename(tmp, path) != 0)
+        return io_error(err, *tmp, "close");
+    if (rename(*tmp, path) != 0)
         return io_error(err, path, "rename the finished file into place");
-    return SY_OK;
+    free(*tmp);
+    *tmp = NULL;
+    return sync_parent_dir(path, err);
 }
 
 sy_status sy_st_writer_begin(sy_st_writer *w, const char *path, const sy_st_entry *entries, size_t n_entries,
@@ -50,7 +126,6 @@ sy_status sy_st_writer_begin(sy_st_writer *w, const char *path, const sy_st_entr
 {
     memset(w, 0, sizeof *w);
     w->path = sy_strdup(path);
-    w->tmp = temp_name(path);
     w->entries = entries;
     w->n_entries = n_entries;
     w->bytes = sy_xcalloc(n_entries ? n_entries : 1, sizeof *w->bytes);
@@ -92,11 +167,8 @@ sy_status sy_st_writer_begin(sy_st_writer *w, const char *path, const sy_st_entr
         len++;
     }
     fclose(h);
-    sy_status st = SY_OK;
-    w->f = fopen(w->tmp, "wb");
-    if (!w->f) {
-        st = io_error(err, w->tmp, "create");
-    } else {
+    sy_status st = create_temp(path, &w->tmp, &w->f, err);
+    if (st == SY_OK) {
         uint8_t le[8];
         for (int i = 0; i < 8; i++)
             le[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
@@ -142,11 +214,7 @@ sy_status sy_st_writer_commit(sy_st_writer *w, sy_error *err)
     }
     FILE *f = w->f;
     w->f = NULL;
-    sy_status st = sync_and_rename(f, w->tmp, w->path, err);
-    if (st == SY_OK) {
-        free(w->tmp);
-        w->tmp = NULL;
-    }
+    sy_status st = sync_and_rename(f, &w->tmp, w->path, err);
     sy_st_writer_abort(w);
     return st;
 }
@@ -165,18 +233,18 @@ void sy_st_writer_abort(sy_st_writer *w)
 
 sy_status sy_write_file_atomic(const char *path, const char *text, size_t len, sy_error *err)
 {
-    char *tmp = temp_name(path);
-    FILE *f = fopen(tmp, "wb");
-    sy_status st = SY_OK;
-    if (!f)
-        st = io_error(err, tmp, "create");
-    else if (fwrite(text, 1, len, f) != len) {
+    char *tmp = NULL;
+    FILE *f = NULL;
+    sy_status st = create_temp(path, &tmp, &f, err);
+    if (st != SY_OK)
+        return st;
+    if (fwrite(text, 1, len, f) != len) {
         st = io_error(err, tmp, "write");
         fclose(f);
     } else {
-        st = sync_and_rename(f, tmp, path, err);
+        st = sync_and_rename(f, &tmp, path, err);
     }
-    if (st != SY_OK)
+    if (tmp)
         unlink(tmp);
     free(tmp);
     return st;

@@ -1,7 +1,8 @@
 /* Writing a safetensors file: the header first (every tensor's dtype and shape are known up front),
  * then the tensors' bytes in header order, appended piece by piece so that no more than the piece
  * in hand is ever in memory. The file appears under its name only when complete: it is written to
- * a temporary name in the same folder, synced, and renamed. */
+ * a temporary file of an unpredictable name in the same folder (created by mkstemp, then given the
+ * permissions of a new file under the umask), synced, renamed, and the folder synced. */
 #ifndef SY_CHECKPOINT_ST_WRITE_H
 #define SY_CHECKPOINT_ST_WRITE_H
 
@@ -43,5 +44,7 @@ void sy_st_writer_abort(sy_st_writer *w);
 
 /* Writes `text` to `path` through a synced temporary file and a rename. */
 sy_status sy_write_file_atomic(const char *path, const char *text, size_t len, sy_error *err);
+/* Syncs a folder, so that the renames and removals in it so far survive a crash. */
+sy_status sy_sync_dir(const char *dir, sy_error *err);
 
 #endif

@@ -98,9 +98,10 @@ static void *shard_thread(void *arg)
 
 /* Generating the values is what takes the time (about 35 MB/s per core), and the shards are
  * independent files: they are written in parallel, up to one per online CPU, each holding one
- * tensor in memory at a time. The first failing shard's error is the one reported. */
+ * tensor in memory at a time. The first failing shard's error is the one reported; written[s]
+ * says whether shard s is in place, for the cleanup of a failed write. */
 static sy_status write_shards(sy_weights *w, const sy_model_dims *d, const char *dir, uint32_t n,
-                              const size_t *first, const char *const *meta, size_t n_meta, uint32_t *written,
+                              const size_t *first, const char *const *meta, size_t n_meta, uint8_t *written,
                               sy_error *err)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -123,11 +124,9 @@ static sy_status write_shards(sy_weights *w, const sy_model_dims *d, const char 
         for (uint32_t s = base; s < started; s++)
             pthread_join(threads[s], NULL);
     }
-    *written = 0;
     for (uint32_t s = 0; s < n; s++) {
-        if (jobs[s].st == SY_OK)
-            (*written)++;
-        else if (st == SY_OK) {
+        written[s] = jobs[s].st == SY_OK;
+        if (jobs[s].st != SY_OK && st == SY_OK) {
             st = jobs[s].st;
             *err = jobs[s].err;
         }
@@ -138,29 +137,61 @@ static sy_status write_shards(sy_weights *w, const sy_model_dims *d, const char 
     return st;
 }
 
-static int is_shard_name(const char *s)
+/* Shard `index` (from 1) of `count` when `s` is named like a shard, else 0. */
+static int parse_shard_name(const char *s, unsigned *index, unsigned *count)
 {
-    unsigned a, b;
     char tail[16];
-    return sscanf(s, "model-%5u-of-%5u%15s", &a, &b, tail) == 3 && strcmp(tail, ".safetensors") == 0;
+    return sscanf(s, "model-%5u-of-%5u%15s", index, count, tail) == 3 && strcmp(tail, ".safetensors") == 0;
 }
 
-/* What an earlier write with another shard count left would make the folder ambiguous or hold
- * stale files: the other form goes, and shards that are not this write's. */
+/* config.json marks a checkpoint complete: it goes before any shard is written and comes back
+ * last. A write that fails midway then leaves a folder that check and run refuse (no config.json),
+ * never this write's shards under the earlier write's index and config. The index and the single
+ * file go too: the earlier write's files must not describe the new shards. */
+static sy_status unmark_complete(const char *dir, sy_error *err)
+{
+    static const char *const marks[] = {SY_CKPT_CONFIG_FILE, SY_CKPT_INDEX_FILE, SY_CKPT_SINGLE_FILE};
+    sy_status st = SY_OK;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0] && st == SY_OK; i++) {
+        char *path = sy_asprintf("%s/%s", dir, marks[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            st = sy_fail(err, SY_E_IO, "%s: cannot remove the earlier checkpoint's file: %s", path, strerror(errno));
+        free(path);
+    }
+    /* The removals reach the disk before any new shard does. */
+    return st == SY_OK ? sy_sync_dir(dir, err) : st;
+}
+
+/* After a failure: the shards this write put in place, and its index; what stays is a folder
+ * without config.json. Best effort: the failure being reported is the one that matters. */
+static void remove_this_write(const char *dir, uint32_t n, const uint8_t *written)
+{
+    for (uint32_t s = 0; s < n; s++) {
+        if (!written[s])
+            continue;
+        char *file = shard_name(s, n);
+        char *path = sy_asprintf("%s/%s", dir, file);
+        unlink(path);
+        free(path);
+        free(file);
+    }
+    char *index = sy_asprintf("%s/%s", dir, SY_CKPT_INDEX_FILE);
+    unlink(index);
+    free(index);
+}
+
+/* Shards of an earlier write with another shard count: they are not this checkpoint's. */
 static sy_status remove_stale(const char *dir, uint32_t n, sy_error *err)
 {
-    char *other = sy_asprintf("%s/%s", dir, n == 1 ? SY_CKPT_INDEX_FILE : SY_CKPT_SINGLE_FILE);
     sy_status st = SY_OK;
-    if (unlink(other) != 0 && errno != ENOENT)
-        st = sy_fail(err, SY_E_IO, "%s: cannot remove the stale file: %s", other, strerror(errno));
-    free(other);
-    DIR *dh = st == SY_OK ? opendir(dir) : NULL;
+    DIR *dh = opendir(dir);
     for (struct dirent *e; dh && st == SY_OK && (e = readdir(dh));) {
-        if (!is_shard_name(e->d_name))
+        unsigned index, count;
+        if (!parse_shard_name(e->d_name, &index, &count))
             continue;
         int ours = 0;
-        for (uint32_t i = 0; n > 1 && i < n && !ours; i++) {
-            char *mine = shard_name(i, n);
+        if (n > 1 && count == n && index >= 1 && index <= n) {
+            char *mine = shard_name(index - 1, n); /* the exact spelling: model-1-of-3 is not ours */
             ours = strcmp(mine, e->d_name) == 0;
             free(mine);
         }
@@ -221,13 +252,19 @@ sy_status sy_checkpoint_write_synth(const sy_model_dims *d, uint64_t seed, uint3
     const char *meta[] = {"format", "pt", "generator", "switchyard checkpoint synth", "seed", seed_text,
                           "model", label ? label : "custom"};
     size_t *first = sy_xcalloc(shards + 1, sizeof *first);
+    uint8_t *written = sy_xcalloc(shards, sizeof *written);
     split(d, count, shards, first);
-    st = write_shards(w, d, dir, shards, first, meta, 4, &out->files, err);
     for (size_t i = 0; i < count; i++) {
         sy_gpt_oss_tensor t = sy_gpt_oss_tensor_at(d, i);
         out->bytes += sy_weights_bytes(d, t.layer, t.kind);
     }
     out->tensors = count;
+    /* The order is the rule of docs/checkpoints.md: unmark, shards, stale shards, index, config.json. */
+    st = unmark_complete(dir, err);
+    if (st == SY_OK)
+        st = write_shards(w, d, dir, shards, first, meta, 4, written, err);
+    for (uint32_t s = 0; s < shards; s++)
+        out->files += written[s];
     if (st == SY_OK)
         st = remove_stale(dir, shards, err);
     if (st == SY_OK && shards > 1)
@@ -239,6 +276,9 @@ sy_status sy_checkpoint_write_synth(const sy_model_dims *d, uint64_t seed, uint3
         free(path);
         free(text);
     }
+    if (st != SY_OK)
+        remove_this_write(dir, shards, written);
+    free(written);
     free(first);
     sy_weights_close(w);
     return st;

@@ -1,7 +1,8 @@
 /* `switchyard checkpoint synth`: the synthetic weights of a model written as an HF gpt-oss
  * checkpoint folder (config.json, model.safetensors or N shards with their index), tensor by
  * tensor, each file written under a temporary name and renamed when complete. Loading it gives the
- * engine the very bytes the synthetic generator would have made. */
+ * engine the very bytes the synthetic generator would have made. config.json is removed first and
+ * written last: a write that fails leaves a folder without it, which check and run refuse. */
 #ifndef SY_CHECKPOINT_SYNTH_WRITE_H
 #define SY_CHECKPOINT_SYNTH_WRITE_H
 
