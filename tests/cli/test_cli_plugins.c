@@ -273,6 +273,30 @@ START_TEST(json_is_valid_with_the_expected_fields)
 }
 END_TEST
 
+/* A file name that is not UTF-8 (another encoding, or bytes) must not make the JSON unreadable:
+ * the byte is written as U+FFFD. */
+START_TEST(json_stays_utf8_for_a_file_name_that_is_not)
+{
+    planted p;
+    plant(&p, 0);
+    char *odd = sy_fixture_printf("%s/lib\xff\xc3(.so", p.dir);
+    FILE *f = fopen(odd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("not a library\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(odd, 0644), 0);
+    sy_process_result r;
+    run_plugins(&p, 1, NULL, &r);
+    json_doc d;
+    json_doc_parse(&d, r.out);
+    ck_assert_msg(strstr(r.out, "lib\\ufffd\\ufffd(.so") != NULL, "the odd name is not in the listing:\n%s", r.out);
+    json_doc_free(&d);
+    sy_process_result_free(&r);
+    free(odd);
+    unplant(&p);
+}
+END_TEST
+
 START_TEST(allow_insecure_plugins_option)
 {
     planted p;
@@ -365,6 +389,7 @@ int main(void)
         text_lists_backends_plugins_and_the_planted_bad_one,
         text_reports_every_rejection_on_one_line,
         json_is_valid_with_the_expected_fields,
+        json_stays_utf8_for_a_file_name_that_is_not,
         allow_insecure_plugins_option,
         environment_folder_comes_after_the_option,
         config_plugin_path_between_option_and_environment,

@@ -67,7 +67,7 @@ static int in_range(uint32_t v, uint32_t lo, uint32_t hi, uint32_t multiple)
 static int range_refused(sy_str *why, const char **key, const char *which, const char *what, uint32_t v, uint32_t lo,
                          uint32_t hi, uint32_t multiple)
 {
-    if (hi == 0)
+    if (hi == 0 || lo > hi)
         return refuse(why, key, which, "declares no %s (so none, not %s %u)", what, which, v);
     sy_str_appendf(why, "takes %s %u..%u", what, lo, hi);
     if (multiple > 1)

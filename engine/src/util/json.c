@@ -57,6 +57,34 @@ void sy_json_end_object(sy_json *j) { close_(j, '}'); }
 void sy_json_begin_array(sy_json *j) { open(j, '['); }
 void sy_json_end_array(sy_json *j) { close_(j, ']'); }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, no surrogates,
+ * nothing past U+10FFFF), or 0 when p does not start one. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        n = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        n = 3;
+        lo = p[0] == 0xE0 ? 0xA0 : 0x80;
+        hi = p[0] == 0xED ? 0x9F : 0xBF;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        n = 4;
+        lo = p[0] == 0xF0 ? 0x90 : 0x80;
+        hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* JSON text must be UTF-8: a byte that is not part of a well-formed sequence (a file name in
+ * another encoding, say) is written as U+FFFD rather than making the whole document unreadable. */
 void sy_json_escape(FILE *f, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -67,10 +95,19 @@ void sy_json_escape(FILE *f, const char *s)
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 fprintf(f, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 fputc(*p, f);
+            } else {
+                size_t n = utf8_sequence(p);
+                if (n) {
+                    fwrite(p, 1, n, f);
+                    p += n - 1;
+                } else {
+                    fputs("\\ufffd", f);
+                }
+            }
         }
     }
 }
