@@ -21,6 +21,11 @@ typedef struct sy_cli_common {
     int allow_insecure;
 } sy_cli_common;
 
+/* The value of "OPT VALUE" or "OPT=VALUE" at argv[*i] (moving *i past a separate value), or NULL
+ * when argv[*i] is another option; when it is OPT with no value left, prints "COMMAND: OPT needs a
+ * value" and sets *missing. */
+const char *sy_cli_option_value(const char *command, int argc, char **argv, int *i, const char *opt, int *missing);
+
 /* If argv[*i] is a common option, consume it (and its value) and return 1; 0 if not; -1 on a
  * missing value (message printed). */
 int sy_cli_common_opt(sy_cli_common *c, int argc, char **argv, int *i);

@@ -134,44 +134,37 @@ static int parse(ab_opts *o, sy_cli_common *common, int argc, char **argv)
         if (r > 0)
             continue;
         const char *a = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         static const char *const set_opts[] = {"--set", "--set-a", "--set-b"};
-        int set_side = -2;
-        for (int k = 0; k < 3; k++) {
-            size_t len = strlen(set_opts[k]);
-            if (strcmp(a, set_opts[k]) == 0 && value) {
+        int set_side = -2, missing = 0;
+        const char *v = NULL;
+        for (int k = 0; k < 3 && set_side == -2 && !missing; k++)
+            if ((v = sy_cli_option_value("switchyard ab", argc, argv, &i, set_opts[k], &missing)))
                 set_side = k - 1;
-                i++;
-            } else if (strncmp(a, set_opts[k], len) == 0 && a[len] == '=') {
-                set_side = k - 1;
-                value = a + len + 1;
-            } else {
-                continue;
-            }
-            break;
-        }
+        if (missing)
+            return -1;
         if (set_side > -2) {
-            add_set(o, set_side, value);
+            add_set(o, set_side, v);
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
-        } else if (strcmp(a, "--rounds") == 0 && value) {
-            if (parse_uint("--rounds", argv[++i], &o->ab.rounds) != 0)
+        } else if ((v = sy_cli_option_value("switchyard ab", argc, argv, &i, "--rounds", &missing))) {
+            if (parse_uint("--rounds", v, &o->ab.rounds) != 0)
                 return -1;
-        } else if (strcmp(a, "--tolerance") == 0 && value) {
-            if (parse_tolerance(argv[++i], &o->ab.tolerance) != 0)
+        } else if ((v = sy_cli_option_value("switchyard ab", argc, argv, &i, "--tolerance", &missing))) {
+            if (parse_tolerance(v, &o->ab.tolerance) != 0)
                 return -1;
-        } else if (strcmp(a, "--json") == 0 && value) {
-            o->json = argv[++i];
-        } else if (strcmp(a, "--html") == 0 && value) {
-            o->html = argv[++i];
+        } else if ((v = sy_cli_option_value("switchyard ab", argc, argv, &i, "--json", &missing))) {
+            o->json = v;
+        } else if ((v = sy_cli_option_value("switchyard ab", argc, argv, &i, "--html", &missing))) {
+            o->html = v;
+        } else if (missing) {
+            return -1;
         } else if (strcmp(a, "--import-env") == 0) {
             o->import_env = 1;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             o->quiet = 1;
         } else if (a[0] == '-' || nfiles == SY_AB_SIDES) {
-            fprintf(stderr, "switchyard ab: unexpected argument '%s'%s\n", a,
-                    a[0] == '-' && !value ? " (missing its value?)" : "");
+            fprintf(stderr, "switchyard ab: unexpected argument '%s'\n", a);
             usage(stderr);
             return -1;
         } else {

@@ -89,24 +89,6 @@ static void args_free(config_args *a)
     free(a->sets);
 }
 
-/* The value of "--opt VALUE" or "--opt=VALUE" at argv[*i], or NULL when argv[*i] is not --opt. */
-static const char *option_value(int argc, char **argv, int *i, const char *opt, int *missing)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "switchyard config: %s needs a value\n", opt);
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 static int parse_args(int argc, char **argv, config_args *a)
 {
     a->format = SY_FORMAT_YAML;
@@ -118,9 +100,9 @@ static int parse_args(int argc, char **argv, config_args *a)
         if (r > 0)
             continue;
         const char *v;
-        if ((v = option_value(argc, argv, &i, "--set", &missing)))
+        if ((v = sy_cli_option_value("switchyard config", argc, argv, &i, "--set", &missing)))
             push(&a->sets, &a->n_sets, v);
-        else if ((v = option_value(argc, argv, &i, "--format", &missing))) {
+        else if ((v = sy_cli_option_value("switchyard config", argc, argv, &i, "--format", &missing))) {
             a->format_given = v;
             if (strcmp(v, "yaml") == 0)
                 a->format = SY_FORMAT_YAML;
@@ -132,9 +114,9 @@ static int parse_args(int argc, char **argv, config_args *a)
                 fprintf(stderr, "switchyard config: --format '%s' is not one of: yaml, ini, json\n", v);
                 return 0;
             }
-        } else if ((v = option_value(argc, argv, &i, "--output", &missing)))
+        } else if ((v = sy_cli_option_value("switchyard config", argc, argv, &i, "--output", &missing)))
             a->doc_output = v;
-        else if ((v = option_value(argc, argv, &i, "--check", &missing)))
+        else if ((v = sy_cli_option_value("switchyard config", argc, argv, &i, "--check", &missing)))
             a->doc_check = v;
         else if (missing)
             return 0;

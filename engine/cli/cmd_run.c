@@ -248,19 +248,20 @@ int sy_cmd_run(int argc, char **argv)
             goto out;
         if (r > 0)
             continue;
-        const char *a = argv[i];
+        const char *a = argv[i], *v;
+        int missing = 0;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             rc = SY_EXIT_OK;
             goto out;
-        } else if (strcmp(a, "--set") == 0 && i + 1 < argc) {
-            o.sets[o.n_sets++] = argv[++i];
-        } else if (strncmp(a, "--set=", 6) == 0) {
-            o.sets[o.n_sets++] = a + 6;
+        } else if ((v = sy_cli_option_value("switchyard run", argc, argv, &i, "--set", &missing))) {
+            o.sets[o.n_sets++] = v;
+        } else if ((v = sy_cli_option_value("switchyard run", argc, argv, &i, "--json", &missing))) {
+            o.json = v;
+        } else if (missing) {
+            goto out;
         } else if (strcmp(a, "--import-env") == 0) {
             o.import_env = 1;
-        } else if (strcmp(a, "--json") == 0 && i + 1 < argc) {
-            o.json = argv[++i];
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             o.quiet = 1;
         } else if (a[0] == '-' || o.config) {

@@ -4,6 +4,23 @@
 
 #include "cli.h"
 
+const char *sy_cli_option_value(const char *command, int argc, char **argv, int *i, const char *opt, int *missing)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: %s needs a value\n", command, opt);
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
 int sy_cli_common_opt(sy_cli_common *c, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
@@ -11,16 +28,10 @@ int sy_cli_common_opt(sy_cli_common *c, int argc, char **argv, int *i)
         c->allow_insecure = 1;
         return 1;
     }
-    const char *value = NULL;
-    if (strncmp(a, "--plugin-path=", 14) == 0)
-        value = a + 14;
-    else if (strcmp(a, "--plugin-path") == 0) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "switchyard: --plugin-path needs a folder\n");
-            return -1;
-        }
-        value = argv[++*i];
-    }
+    int missing = 0;
+    const char *value = sy_cli_option_value("switchyard", argc, argv, i, "--plugin-path", &missing);
+    if (missing)
+        return -1;
     if (!value)
         return 0;
     c->plugin_paths = realloc(c->plugin_paths, (c->n_plugin_paths + 1) * sizeof *c->plugin_paths);

@@ -78,7 +78,7 @@ START_TEST(plugins_bad_arguments_exit_two)
     const char *unknown_parts[] = {"unknown argument '--frobnicate'", NULL};
     expect_run(unknown, 2, 1, unknown_parts);
     const char *missing_value[] = {"plugins", "--plugin-path", NULL};
-    const char *missing_parts[] = {"--plugin-path needs a folder", NULL};
+    const char *missing_parts[] = {"--plugin-path needs a value", NULL};
     expect_run(missing_value, 2, 1, missing_parts);
 }
 END_TEST

@@ -166,6 +166,25 @@ START_TEST(options_a_command_would_ignore_are_usage_errors)
 }
 END_TEST
 
+/* "--opt=value" is read like "--opt value" by every option that takes a value, and an option at the
+ * end of the line without its value says so. */
+START_TEST(options_take_their_value_either_way)
+{
+    char *config = default_config();
+    const char *ab_rounds[] = {"ab", config, "--rounds=abc", NULL};
+    expect_usage_error(ab_rounds, "--rounds 'abc': expected a whole number");
+    const char *ab_tolerance[] = {"ab", config, "--tolerance=-1", NULL};
+    expect_usage_error(ab_tolerance, "--tolerance '-1'");
+    const char *ab_json[] = {"ab", config, "--json", NULL};
+    expect_usage_error(ab_json, "switchyard ab: --json needs a value");
+    const char *run_set[] = {"run", config, "--set", NULL};
+    expect_usage_error(run_set, "switchyard run: --set needs a value");
+    const char *run_set_eq[] = {"run", config, "--set=model.no_such_key=1", NULL};
+    expect_usage_error(run_set_eq, "unknown key 'model.no_such_key'");
+    free(config);
+}
+END_TEST
+
 START_TEST(every_subcommand_takes_help)
 {
     const char *const helps[][3] = {{"config", "check", "--help"}, {"config", "show", "-h"},
@@ -225,6 +244,7 @@ int main(void)
         unwritable_reports_fail_before_the_run,
         a_failed_write_to_stdout_exits_three,
         options_a_command_would_ignore_are_usage_errors,
+        options_take_their_value_either_way,
         every_subcommand_takes_help,
         config_show_prints_a_config_that_cannot_compose,
         backend_auto_names_the_backends_it_could_not_use,
