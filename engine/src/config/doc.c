@@ -122,13 +122,16 @@ void sy_config_write_doc(FILE *f)
           "4. `norm.fuse_pad` needs a norm plugin with pad_to_multiple, an MoE plugin that accepts padded input\n"
           "   (its input alignment is the multiple) and `parallel.tp: 1`; `on` requires all, `auto` uses it when\n"
           "   all hold.\n"
-          "5. Every plugin's max_tp bounds `parallel.tp`.\n"
+          "5. The attention and MoE plugins' max_tp bound `parallel.tp`.\n"
           "6. `linear.fuse_qkv` (one linear for q, k and v, read as slices of its rows) needs an attention plugin\n"
           "   with row_stride and a kv_layout plugin that writes K/V of any token stride; `on` requires both, `auto`\n"
           "   uses it when both hold, `off` runs three linears.\n\n"
-          "Also matched: head dims, page sizes, dtypes, GQA ratio, sliding window and sinks against the attention\n"
-          "caps; expert count, top-k, weight format and `moe.gate_up_layout` against the MoE caps; RoPE style and\n"
-          "YaRN against the rope caps.\n\n"
+          "Also matched: store and source dtypes, fp8 scales, the sliding-window slot map, page size and head\n"
+          "dim against the kv_layout caps; head dims, page sizes, dtypes, GQA ratio, sliding window, sinks and\n"
+          "split-K (`attention.num_splits`) against the attention caps; expert count, top-k, weight format,\n"
+          "activation dtype and `moe.gate_up_layout` against the MoE caps; RoPE style, YaRN or unscaled RoPE and\n"
+          "head dim against the rope caps; the f32 residual stream against the norm caps; bf16 weights, biases\n"
+          "and f32 logits against the linear caps.\n\n"
           "## Keys\n",
           f);
     write_keys(f);
