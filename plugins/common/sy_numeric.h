@@ -1,10 +1,11 @@
-/* The project's own bf16 and fp8_e4m3 conversions, bit-exact and identical on the host, in CUDA
+/* The project's own bf16, f16 and fp8_e4m3 conversions, bit-exact and identical on the host, in CUDA
  * and in HIP (Debian's HIP 5.2 has no fp8 types, and toolkits differ in their rounding helpers).
  *
  * bf16: the top 16 bits of an IEEE f32; f32 -> bf16 rounds to nearest even, NaN stays NaN (quiet).
  * fp8_e4m3 (OCP "e4m3fn"): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; S.1111.111
  * is NaN; largest finite 448. f32 -> fp8 rounds to nearest even and saturates to +-448 (infinities
- * included); NaN maps to NaN. Formats: OCP 8-bit Floating Point Specification (OFP8) rev 1.0. */
+ * included); NaN maps to NaN. f16 (IEEE binary16) -> f32 is exact, NaN payload and sign kept.
+ * Formats: OCP 8-bit Floating Point Specification (OFP8) rev 1.0; IEEE 754-2008. */
 #ifndef SY_NUMERIC_H
 #define SY_NUMERIC_H
 

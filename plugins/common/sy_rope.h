@@ -9,7 +9,8 @@
  *   inv_freq_i = (1 - ramp) / freq_i + ramp / (factor * freq_i)
  * (L = original max positions; the reference's ntk_beta is beta_fast = 32, ntk_alpha is beta_slow
  * = 1; low and high are not rounded, unlike the YaRN code with truncation). Without scaling
- * inv_freq_i = 1 / freq_i and the concentration is 1. cos and sin of position * inv_freq_i are
+ * inv_freq_i = 1 / freq_i and the default concentration is 1 (a nonzero params.concentration
+ * replaces the default either way). cos and sin of position * inv_freq_i are
  * multiplied by the concentration. NeoX half-split rotation: x1 = x[i], x2 = x[i + D/2],
  * out[i] = x1 cos - x2 sin, out[i + D/2] = x2 cos + x1 sin.
  *

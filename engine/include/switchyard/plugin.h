@@ -276,7 +276,7 @@ typedef struct sy_rope_params {
     float yarn_beta_fast;      /* 32 */
     float yarn_beta_slow;      /* 1 */
     uint32_t yarn_original_max_position; /* 4096 */
-    float concentration;       /* multiplied into cos and sin; 0 = 0.1 * ln(factor) + 1 */
+    float concentration;       /* multiplied into cos and sin; 0: 0.1 ln(factor) + 1 under YaRN, factor > 1, else 1 */
 } sy_rope_params;
 
 /* Rotates q and k in place at the given positions. */
