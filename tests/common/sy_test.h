@@ -19,7 +19,8 @@ double sy_rng_normal(sy_rng *r);
 uint32_t sy_rng_below(sy_rng *r, uint32_t n);     /* [0, n) */
 void sy_fill_uniform_f32(sy_rng *r, float *x, size_t n, float lo, float hi);
 
-/* Fill with a NaN pattern so that unwritten outputs are caught. */
+/* Fill with a NaN pattern so that unwritten outputs are caught: sy_poison_bytes writes 0xFF bytes,
+ * NaN in f32, bf16 and fp8_e4m3 alike (and -1 in int32), as the conformance suite's poison. */
 void sy_poison_f32(float *x, size_t n);
 void sy_poison_bytes(void *x, size_t n);
 

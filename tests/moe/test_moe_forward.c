@@ -156,8 +156,7 @@ static void forward_n(const moe_plugin *p, int64_t tokens, void *x, int32_t dtyp
 {
     sy_moe_forward_args f = forward_args_n(p, tokens, x, dtype, cols, ids, weights, out, out_dtype);
     sy_error err = {{0}};
-    /* 0xFF bytes: NaN in f32 and bf16 alike (sy_poison_bytes' 0xA5 is a finite -2.9e-16 in f32). */
-    memset(out, 0xFF, (size_t)tokens * H * sy_dtype_size(out_dtype));
+    sy_poison_bytes(out, (size_t)tokens * H * sy_dtype_size(out_dtype));
     ck_assert_msg(p->ops->forward(p->ctx, NULL, &f, &err) == SY_OK, "%s forward: %s", p->desc->name, err.msg);
 }
 
