@@ -4,7 +4,9 @@
  *
  * Order and ties: ids come out in descending logit order; equal logits rank the lower expert id
  * first (torch.topk leaves ties unspecified; a fixed rule keeps every backend in agreement). A NaN
- * logit ranks below every number, so it is chosen only when fewer than k logits are numbers. */
+ * logit ranks below every number, so it is chosen only when fewer than k logits are numbers.
+ * Weights: NaN for all k when a chosen logit is NaN, the largest is +inf, or all are -inf (the
+ * subtraction of the largest gives NaN): an overflowed router never yields plausible weights. */
 #ifndef SY_MOE_ROUTE_H
 #define SY_MOE_ROUTE_H
 
