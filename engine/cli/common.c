@@ -1,6 +1,8 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -34,6 +36,12 @@ int sy_cli_common_opt(sy_cli_common *c, int argc, char **argv, int *i)
         return -1;
     if (!value)
         return 0;
+    /* Searched in vain otherwise: a typo would show only as a plugin that is "not loaded". */
+    struct stat st;
+    if (stat(value, &st) != 0)
+        fprintf(stderr, "switchyard: warning: --plugin-path %s: %s\n", value, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        fprintf(stderr, "switchyard: warning: --plugin-path %s is not a folder\n", value);
     c->plugin_paths = realloc(c->plugin_paths, (c->n_plugin_paths + 1) * sizeof *c->plugin_paths);
     if (!c->plugin_paths) {
         fprintf(stderr, "switchyard: out of memory\n");

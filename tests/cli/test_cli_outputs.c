@@ -236,6 +236,25 @@ START_TEST(backend_auto_names_the_backends_it_could_not_use)
 }
 END_TEST
 
+/* A plugin folder that does not exist is searched in vain; both ways of naming one say so. */
+START_TEST(missing_plugin_folders_are_warned_about)
+{
+    char *dir = sy_scratch_dir();
+    char *config = sy_scratch_write(dir, "c.yaml", "backend: cpu\nplugin_path: [no_such_folder]\n", 0644);
+    const char *args[] = {"config", "check", config, "--plugin-path", "/no/such/plugins", NULL};
+    sy_process_result r;
+    sy_run_switchyard(args, NULL, &r);
+    ck_assert_msg(r.exit_code == 0, "exit %d; stderr:\n%s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "warning: --plugin-path /no/such/plugins: No such file or directory") != NULL,
+                  "stderr:\n%s", r.err);
+    ck_assert_msg(strstr(r.err, "c.yaml:2:") && strstr(r.err, "no_such_folder: No such file or directory"),
+                  "stderr:\n%s", r.err);
+    sy_process_result_free(&r);
+    free(config);
+    sy_scratch_remove(dir);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -248,6 +267,7 @@ int main(void)
         every_subcommand_takes_help,
         config_show_prints_a_config_that_cannot_compose,
         backend_auto_names_the_backends_it_could_not_use,
+        missing_plugin_folders_are_warned_about,
     };
     return sy_fixture_run_tests("cli_outputs", tests, sizeof tests / sizeof tests[0]);
 }

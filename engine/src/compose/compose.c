@@ -2,9 +2,11 @@
  * moe the pad multiple the norm needs), then the fused-path decisions. */
 #include "compose/compose.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compose/match.h"
 #include "config/suggest.h"
@@ -460,11 +462,29 @@ static void fill_scales(sy_composition *c, const sy_config *cfg)
     c->d.v_scale = fp8 && sy_config_has(cfg, "kv_cache.v_scale") ? (float)sy_config_float(cfg, "kv_cache.v_scale") : 1.0f;
 }
 
+/* A plugin_path entry that names no folder is searched in vain: a typo there would otherwise show
+ * only as a plugin that is "not loaded". */
+static void warn_missing_plugin_folders(const sy_config *cfg, sy_diags *d)
+{
+    size_t n = sy_config_list_len(cfg, "plugin_path");
+    for (size_t i = 0; i < n; i++) {
+        const char *dir = sy_config_list_item(cfg, "plugin_path", i);
+        struct stat st;
+        if (stat(dir, &st) != 0)
+            sy_diags_add_at(d, SY_SEV_WARNING, sy_config_mark(cfg, "plugin_path"), "plugin_path entry %s: %s", dir,
+                            strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+            sy_diags_add_at(d, SY_SEV_WARNING, sy_config_mark(cfg, "plugin_path"),
+                            "plugin_path entry %s is not a folder", dir);
+    }
+}
+
 sy_composition *sy_compose(const sy_registry *reg, sy_config *cfg, sy_diags *d)
 {
     sy_composition *c = sy_xcalloc(1, sizeof *c);
     sy_compose_need need;
     c->ok = 1;
+    warn_missing_plugin_folders(cfg, d);
     read_need(&need, cfg);
     c->d.layout = need.layout;
     c->d.kv_dtype = need.kv_dtype;
