@@ -140,6 +140,20 @@ START_TEST(required_op_null)
 }
 END_TEST
 
+/* A feature bit the claimed ABI minor does not define is not a capability to compose with. */
+START_TEST(feature_bits_outside_the_claimed_abi)
+{
+    char *undefined = sy_fixture_printf("plugin 'fixture_undefined_feature': caps: features 0x80000003 holds bits "
+                                        "ABI %d.%d does not define (0x80000000)",
+                                        SY_ABI_MAJOR, SY_ABI_MINOR);
+    expect_rejected("undefined_feature", SY_STAGE_DESCRIPTOR, undefined);
+    free(undefined);
+    expect_rejected("feature_newer_than_minor", SY_STAGE_DESCRIPTOR,
+                    "plugin 'fixture_feature_newer_than_minor': caps: features 0x43 holds bits ABI 1.2 does not define "
+                    "(0x40)");
+}
+END_TEST
+
 START_TEST(entry_returns_null)
 {
     expect_rejected("entry_null", SY_STAGE_ABI, "sy_plugin_entry returned no descriptor for host ABI");
@@ -284,6 +298,7 @@ int main(void)
         missing_caps,
         missing_ops,
         required_op_null,
+        feature_bits_outside_the_claimed_abi,
         entry_returns_null,
         backend_missing_function,
         duplicate_plugin,

@@ -116,23 +116,56 @@ static const char *missing_op(const sy_plugin_desc *d)
     }
 }
 
-static const char *bad_caps(const sy_plugin_desc *d)
+/* Feature bits are promises the composition acts on: one that the ABI minor a plugin claims does not
+ * define (a typo, a bit of a newer header, garbage) must not be read as a capability. */
+static uint32_t attention_features_of_minor(uint32_t minor)
+{
+    uint32_t known = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |
+                     SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K;
+    if (minor >= 3)
+        known |= SY_ATTN_ROW_STRIDE;
+    return known;
+}
+
+static const char *undefined_bits(const char *field, uint32_t value, uint32_t known, uint32_t minor, char *buf,
+                                  size_t len)
+{
+    if (!(value & ~known))
+        return NULL;
+    snprintf(buf, len, "%s 0x%x holds bits ABI %d.%u does not define (0x%x)", field, value, SY_ABI_MAJOR, minor,
+             value & ~known);
+    return buf;
+}
+
+static const char *bad_caps(const sy_plugin_desc *d, char *buf, size_t len)
 {
     switch (d->kind) {
     case SY_KIND_ATTENTION: {
         const sy_attention_caps *c = d->caps;
         if (c->n_layouts > SY_MAX_CAPS_LAYOUTS) return "n_layouts exceeds SY_MAX_CAPS_LAYOUTS";
-        return NULL;
+        return undefined_bits("features", c->features, attention_features_of_minor(d->abi_minor), d->abi_minor, buf,
+                              len);
     }
     case SY_KIND_ROPE: {
         const sy_rope_caps *c = d->caps;
         if (c->n_fused_kv_layouts > SY_MAX_CAPS_LAYOUTS) return "n_fused_kv_layouts exceeds SY_MAX_CAPS_LAYOUTS";
-        return NULL;
+        const char *styles = undefined_bits("styles", c->styles, SY_ROPE_STYLE_NEOX | SY_ROPE_STYLE_GPTJ,
+                                            d->abi_minor, buf, len);
+        return styles ? styles
+                      : undefined_bits("scalings", c->scalings, SY_ROPE_SCALING_NONE | SY_ROPE_SCALING_YARN,
+                                       d->abi_minor, buf, len);
     }
     case SY_KIND_KV_LAYOUT: {
         const sy_kv_layout_caps *c = d->caps;
         if (c->layout == SY_LAYOUT_INVALID) return "layout id is 0";
-        return NULL;
+        return undefined_bits("features", c->features,
+                              SY_KV_FEAT_SLOT_MAP | SY_KV_FEAT_FP8_SCALES | SY_KV_FEAT_ANY_TOKEN_STRIDE, d->abi_minor,
+                              buf, len);
+    }
+    case SY_KIND_NORM: {
+        const sy_norm_caps *c = d->caps;
+        return undefined_bits("features", c->features, SY_NORM_RMSNORM | SY_NORM_FUSED_ADD | SY_NORM_PAD_TO_MULTIPLE,
+                              d->abi_minor, buf, len);
     }
     default: return NULL;
     }
@@ -181,7 +214,8 @@ int sy_validate_plugin(const sy_plugin_desc *d, char *why, size_t len, int32_t *
                  sy_kind_name((int32_t)d->kind), ops_size, ops_v1[d->kind]);
         return fail(why, len, stage, SY_STAGE_DESCRIPTOR, "%s", buf);
     }
-    const char *caps_problem = bad_caps(d);
+    char caps_buf[96];
+    const char *caps_problem = bad_caps(d, caps_buf, sizeof caps_buf);
     if (caps_problem) {
         snprintf(buf, sizeof buf, "plugin '%s': caps: %s", d->name, caps_problem);
         return fail(why, len, stage, SY_STAGE_DESCRIPTOR, "%s", buf);
