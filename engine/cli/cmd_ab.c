@@ -17,6 +17,7 @@
 typedef struct ab_opts {
     const char *file[SY_AB_SIDES];
     const char **sets[SY_AB_SIDES]; /* what a side loads: --set, less the keys its own sets give, then its own */
+    const char **set_origins[SY_AB_SIDES]; /* "--set" or "--set-a" / "--set-b", per entry of sets */
     size_t n_sets[SY_AB_SIDES];
     const char **own_sets[SY_AB_SIDES]; /* only --set-a / --set-b: for the labels */
     size_t n_own_sets[SY_AB_SIDES];
@@ -107,6 +108,12 @@ static int same_key(const char *x, const char *y)
     return nx == ny && strncmp(x, y, nx) == 0;
 }
 
+static void append_set(ab_opts *o, int side, const char *kv, const char *origin)
+{
+    o->set_origins[side][o->n_sets[side]] = origin;
+    o->sets[side][o->n_sets[side]++] = kv;
+}
+
 /* A side's --set-a / --set-b replaces a --set of the same key, wherever it stands on the line. */
 static void merge_sets(ab_opts *o)
 {
@@ -116,10 +123,10 @@ static void merge_sets(ab_opts *o)
             for (size_t k = 0; k < o->n_own_sets[s] && !replaced; k++)
                 replaced = same_key(o->common_sets[i], o->own_sets[s][k]);
             if (!replaced)
-                o->sets[s][o->n_sets[s]++] = o->common_sets[i];
+                append_set(o, s, o->common_sets[i], "--set");
         }
         for (size_t k = 0; k < o->n_own_sets[s]; k++)
-            o->sets[s][o->n_sets[s]++] = o->own_sets[s][k];
+            append_set(o, s, o->own_sets[s][k], s == SY_AB_A ? "--set-a" : "--set-b");
     }
 }
 
@@ -202,7 +209,10 @@ static char *side_label(const ab_opts *o, int side)
 static int load_side(const ab_opts *o, const sy_cli_common *common, int side, ab_side_state *st, sy_plan *plan)
 {
     sy_diags diags = {0};
-    sy_config_options copts = {.sets = o->sets[side], .n_sets = o->n_sets[side], .import_env = o->import_env};
+    sy_config_options copts = {.sets = o->sets[side],
+                               .n_sets = o->n_sets[side],
+                               .set_origins = o->set_origins[side],
+                               .import_env = o->import_env};
     sy_error err = {{0}};
     int rc = SY_EXIT_USAGE;
     st->label = side_label(o, side);
@@ -233,23 +243,6 @@ done:
     return rc;
 }
 
-/* The config library names every command-line value "--set"; say which of the three it was. */
-static void name_side_sets(const ab_opts *o, sy_ab_report *r)
-{
-    for (size_t i = 0; i < r->n_changes; i++)
-        for (int s = 0; s < SY_AB_SIDES; s++) {
-            sy_ab_config_change *c = &r->changes[i];
-            if (strcmp(c->source[s], SY_ORIGIN_SET) != 0)
-                continue;
-            for (size_t k = 0; k < o->n_own_sets[s]; k++)
-                if (same_key(c->key, o->own_sets[s][k])) {
-                    free(c->source[s]);
-                    c->source[s] = sy_asprintf("--set-%c", "ab"[s]);
-                    break;
-                }
-        }
-}
-
 int sy_cmd_ab(int argc, char **argv)
 {
     sy_cli_common common = {0};
@@ -259,6 +252,7 @@ int sy_cmd_ab(int argc, char **argv)
     o.ab.tolerance = -1;
     for (int s = 0; s < SY_AB_SIDES; s++) {
         o.sets[s] = calloc((size_t)argc, sizeof *o.sets[s]);
+        o.set_origins[s] = calloc((size_t)argc, sizeof *o.set_origins[s]);
         o.own_sets[s] = calloc((size_t)argc, sizeof *o.own_sets[s]);
     }
     o.common_sets = calloc((size_t)argc, sizeof *o.common_sets);
@@ -304,7 +298,6 @@ int sy_cmd_ab(int argc, char **argv)
         goto out;
     }
     have_report = 1;
-    name_side_sets(&o, &report);
     sy_ab_write_text(&report, stdout);
     fflush(stdout);
     if (o.json) {
@@ -334,6 +327,7 @@ out:
         sy_config_free(st[s].cfg);
         free(st[s].label);
         free(o.sets[s]);
+        free(o.set_origins[s]);
         free(o.own_sets[s]);
     }
     free(o.common_sets);

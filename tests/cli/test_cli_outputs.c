@@ -181,6 +181,11 @@ START_TEST(options_take_their_value_either_way)
     expect_usage_error(run_set, "switchyard run: --set needs a value");
     const char *run_set_eq[] = {"run", config, "--set=model.no_such_key=1", NULL};
     expect_usage_error(run_set_eq, "unknown key 'model.no_such_key'");
+    /* Diagnostics name the option typed and count its own occurrences. */
+    const char *ab_side[] = {"ab", config, "--set", "workload.batch=1", "--set-b", "no_such_key=1", NULL};
+    expect_usage_error(ab_side, "--set-b:1:1: error: unknown key 'no_such_key'");
+    const char *ab_seed[] = {"ab", config, "--set-b", "model.seed=5", NULL};
+    expect_usage_error(ab_seed, "B has 5 (--set-b)");
     free(config);
 }
 END_TEST

@@ -27,7 +27,8 @@
 typedef enum sy_severity { SY_SEV_ERROR = 0, SY_SEV_WARNING = 1, SY_SEV_NOTE = 2 } sy_severity;
 
 /* Origins that are not files. */
-#define SY_ORIGIN_SET "--set"        /* line = which --set (1-based), col = column in its argument */
+#define SY_ORIGIN_SET "--set"        /* line = which --set (1-based), col = column in its argument; other
+                                      * command-line options that set keys are origins "--NAME" alike */
 #define SY_ORIGIN_ENV "environment"  /* no line */
 
 typedef struct sy_diag {
@@ -89,6 +90,10 @@ typedef enum sy_config_syntax {
 typedef struct sy_config_options {
     const char *const *sets;  /* "key=value" strings, applied last, in order (--set) */
     size_t n_sets;
+    /* Optional, parallel to sets: the option each came from as the user typed it ("--set-b",
+     * "--seed"), for diagnostics and sources; NULL (or a NULL entry) is "--set". The strings must
+     * outlive the config (string literals). Diagnostics number each option's entries from 1. */
+    const char *const *set_origins;
     int import_env;           /* 1: apply the SGLang variables (env.c); 0: warn about each one set */
     const char *const *envp;  /* NULL-terminated "NAME=VALUE" list; NULL = the process environment */
 } sy_config_options;

@@ -44,7 +44,7 @@ static int origin_rank(const char *origin)
 {
     if (strcmp(origin, SY_ORIGIN_ENV) == 0)
         return 1;
-    if (strcmp(origin, SY_ORIGIN_SET) == 0)
+    if (strncmp(origin, "--", 2) == 0) /* --set and the other options that set keys */
         return 2;
     return 0;
 }

@@ -309,18 +309,28 @@ static void apply_env(sy_config *c, const sy_config_options *o, sy_diags *d)
     }
 }
 
+static const char *set_origin(const sy_config_options *o, size_t i)
+{
+    return o->set_origins && o->set_origins[i] ? o->set_origins[i] : SY_ORIGIN_SET;
+}
+
 static void apply_sets(sy_config *c, const sy_config_options *o, sy_diags *d)
 {
     if (!o)
         return;
-    int *given_by = sy_xcalloc(c->n, sizeof *given_by);
+    size_t *given_by = sy_xcalloc(c->n, sizeof *given_by); /* 1 + the index of the entry that set the key */
+    uint32_t *line_of = sy_xcalloc(o->n_sets ? o->n_sets : 1, sizeof *line_of);
     char why[WHY_LEN];
     for (size_t i = 0; i < o->n_sets; i++) {
-        const char *arg = o->sets[i];
-        uint32_t line = (uint32_t)i + 1;
+        const char *arg = o->sets[i], *origin = set_origin(o, i);
+        /* Which of this option's occurrences: "--set-b:2" is the second --set-b typed. */
+        uint32_t line = 1;
+        for (size_t j = 0; j < i; j++)
+            line += strcmp(set_origin(o, j), origin) == 0;
+        line_of[i] = line;
         const char *eq = strchr(arg, '=');
         if (!eq || eq == arg) {
-            sy_diags_add(d, SY_SEV_ERROR, SY_ORIGIN_SET, line, 1, "expected key=value, got '%s'", arg);
+            sy_diags_add(d, SY_SEV_ERROR, origin, line, 1, "expected key=value, got '%s'", arg);
             continue;
         }
         char *key = sy_xcalloc(1, (size_t)(eq - arg) + 1);
@@ -328,28 +338,30 @@ static void apply_sets(sy_config *c, const sy_config_options *o, sy_diags *d)
         long idx = sy_schema_index(key);
         uint32_t value_col = (uint32_t)(eq - arg) + 2;
         if (idx < 0) {
-            report_unknown(c, key, 0, SY_ORIGIN_SET, line, 1, d);
+            report_unknown(c, key, 0, origin, line, 1, d);
         } else if (given_by[idx]) {
-            sy_diags_add(d, SY_SEV_ERROR, SY_ORIGIN_SET, line, 1, "duplicate key '%s' (first given by --set %d)", key,
-                         given_by[idx]);
+            size_t first = given_by[idx] - 1;
+            sy_diags_add(d, SY_SEV_ERROR, origin, line, 1, "duplicate key '%s' (first given by %s %u)", key,
+                         set_origin(o, first), line_of[first]);
         } else {
             const sy_cfg_key *k = &c->keys[idx];
             sy_cfg_value v = {0};
             int ok = eq[1] || k->type == SY_CFG_STRING || k->type == SY_CFG_LIST;
             if (!ok)
-                snprintf(why, sizeof why, "no value; remove the --set to keep the default");
+                snprintf(why, sizeof why, "no value; remove the %s to keep the default", origin);
             else
                 ok = sy_cfg_parse(k, eq + 1, 0, &v, why, sizeof why);
             if (!ok)
-                sy_diags_add(d, SY_SEV_ERROR, SY_ORIGIN_SET, line, value_col, "%s: %s", key, why);
+                sy_diags_add(d, SY_SEV_ERROR, origin, line, value_col, "%s: %s", key, why);
             else {
-                sy_mark m = {SY_ORIGIN_SET, line, value_col};
-                set_entry(&c->e[idx], &v, SY_SRC_SET, "--set", m);
-                given_by[idx] = (int)line;
+                sy_mark m = {origin, line, value_col};
+                set_entry(&c->e[idx], &v, SY_SRC_SET, origin, m);
+                given_by[idx] = i + 1;
             }
         }
         free(key);
     }
+    free(line_of);
     free(given_by);
 }
 
