@@ -8,8 +8,9 @@
  *                          holding the same random bytes: every store dtype and source dtype, slot
  *                          maps, skipped slots, padded and misaligned source rows, prefill runs and
  *                          decode scatter.
- *   attn.decode            outputs against the cpu plugin by relative L2, with the conformance
- *                          bounds (1e-5 f32, 4e-3 bf16, 2e-2 fp8, by the narrowest of q and the pool);
+ *   attn.decode            outputs against the cpu plugin by relative L2, within bounds set from
+ *                          the H200's measured errors (attention_tolerance: 1e-5 f32, 6e-4 f32 out
+ *                          of bf16 K/V, 1e-4 f32 out of fp8 K/V, 4e-3 bf16 out);
  *                          page 0 and unused pages hold NaN, so a read outside the context shows;
  *                          and the GPU's own split counts against each other; qstride cases give q
  *                          rows wider than their heads with NaN gaps (linear.fuse_qkv's slices).
@@ -532,13 +533,21 @@ static closeness compare_values(int32_t dt, const void *test, const void *ref, s
     return c;
 }
 
-/* Conformance bounds for attention (engine/src/conformance/tolerance.h), by the narrowest operand. */
+/* Bounds on the GPU's distance from its cpu twin, set from what the kernels' arithmetic leaves
+ * (an output rounded to bf16; products of bf16 or f16 operands where the cpu multiplies in f32)
+ * and held to about 4x the largest relative L2 measured on an H200 over the full list, so that a
+ * dropped or doubled key of a short context shows in the f32-output cases (2026-12-05: bf16 out
+ * 1.0e-3; f32 out of bf16 K/V 1.4e-4, whose PV product takes P in bf16; of fp8 K/V 1.5e-5, P in
+ * f16; f32 3e-7). The conformance bounds (engine/src/conformance/tolerance.h) are wider: they
+ * hold any plugin. */
 static double attention_tolerance(int32_t q_dtype, int32_t kv_dtype)
 {
-    if (q_dtype == FP8 || kv_dtype == FP8)
-        return 2e-2;
-    if (q_dtype == BF16 || kv_dtype == BF16)
+    if (q_dtype == BF16)
         return 4e-3;
+    if (kv_dtype == BF16)
+        return 6e-4;
+    if (kv_dtype == FP8)
+        return 1e-4;
     return 1e-5;
 }
 

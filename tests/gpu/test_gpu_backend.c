@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sy_synth.h"
 #include "sy_test.h"
 #include "sy_test_greedy.h"
 #include "switchyard/switchyard.h"
@@ -270,6 +271,63 @@ START_TEST(test_memset)
 }
 END_TEST
 
+/* synth_fill on the device equals the generator of plugins/common/sy_synth.h run here, bit for bit,
+ * for each kind, at a count past the kernel's grid (65536 blocks of 256, so its grid-stride loop
+ * runs) and a small random one, at an offset into a buffer whose bytes around the tensor must stay. */
+START_TEST(test_synth_fill_matches_host)
+{
+    ck_assert_msg(SY_HAS_MEMBER(backend->struct_size, sy_backend_desc, synth_fill) && backend->synth_fill,
+                  "the %s backend declares no synth_fill", SY_TEST_GPU_BACKEND);
+    sy_rng rng = {sy_test_seed()};
+    const uint64_t counts[] = {65536ull * 256ull * 2ull + 12345ull, 1 + sy_rng_below(&rng, 100000)};
+    const uint32_t kinds[] = {SY_SYNTH_BF16_UNIFORM, SY_SYNTH_BYTES, SY_SYNTH_E8M0};
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++)
+        for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+            sy_synth_spec spec = {0};
+            spec.struct_size = sizeof spec;
+            spec.kind = kinds[ki];
+            spec.seed = sy_rng_next(&rng);
+            spec.tensor = (uint32_t)sy_rng_below(&rng, 1u << 20);
+            spec.scale = 0.01f + (float)sy_rng_below(&rng, 1000) / 997.0f;
+            spec.offset = ki == 0 && ci == 1 ? 1.0f : 0.0f;
+            spec.e8m0_base = 100 + (uint32_t)sy_rng_below(&rng, 20);
+            spec.e8m0_span = 1 + (uint32_t)sy_rng_below(&rng, 9);
+            const size_t elem = kinds[ki] == SY_SYNTH_BF16_UNIFORM ? 2 : 1, offset = 2 * (1 + sy_rng_below(&rng, 7));
+            const size_t tensor_bytes = counts[ci] * elem, bytes = offset + tensor_bytes + 64;
+            unsigned char *expect = malloc(bytes), *out = malloc(bytes);
+            ck_assert(expect && out);
+            fill_random_bytes(&rng, expect, bytes);
+            for (uint64_t i = 0; i < counts[ci]; i++) {
+                const uint16_t v = sy_synth_element(spec.kind, spec.seed, spec.tensor, i, spec.scale, spec.offset,
+                                                    spec.e8m0_base, spec.e8m0_span);
+                if (elem == 2)
+                    memcpy(expect + offset + 2 * i, &v, 2);
+                else
+                    expect[offset + i] = (unsigned char)v;
+            }
+            /* The device starts from the expected bytes around the tensor and their complement in it,
+             * so an element left unwritten differs in every bit. */
+            for (size_t i = offset; i < offset + tensor_bytes; i++)
+                out[i] = (unsigned char)~expect[i];
+            memcpy(out, expect, offset);
+            memcpy(out + offset + tensor_bytes, expect + offset + tensor_bytes, 64);
+            unsigned char *d = device_alloc(bytes);
+            copy_sync(d, out, bytes, SY_MEMCPY_H2D);
+            sy_error err = {{0}};
+            ck_assert_msg(backend->synth_fill(ctx, NULL, d + offset, counts[ci], &spec, &err) == SY_OK,
+                          "synth_fill: %s", err.msg);
+            sy_poison_bytes(out, bytes);
+            copy_sync(out, d, bytes, SY_MEMCPY_D2H);
+            const long long diff = first_difference(out, expect, bytes);
+            ck_assert_msg(diff < 0, "synth_fill kind %u, %llu elements at byte %zu: byte %lld differs from the host's",
+                          spec.kind, (unsigned long long)counts[ci], offset, diff);
+            backend->free(ctx, d);
+            free(expect);
+            free(out);
+        }
+}
+END_TEST
+
 /* A chain of dependent operations on one created stream, synchronized only at the end: any
  * reordering leaves a wrong byte. The buffers are large enough that the copies take real time. */
 START_TEST(test_stream_ordering)
@@ -474,6 +532,7 @@ int main(void)
         tcase_add_test(device, test_alloc_free);
         tcase_add_test(device, test_memcpy_round_trip);
         tcase_add_test(device, test_memset);
+        tcase_add_test(device, test_synth_fill_matches_host);
         tcase_add_test(device, test_stream_ordering);
         tcase_add_test(device, test_events_elapsed);
         tcase_add_test(device, test_errors_name_call_file_line);
