@@ -10,12 +10,15 @@
  *                          decode scatter.
  *   attn.decode            outputs against the cpu plugin by relative L2, within bounds set from
  *                          the H200's measured errors (attention_tolerance: 1e-5 f32, 6e-4 f32 out
- *                          of bf16 K/V, 1e-4 f32 out of fp8 K/V, 4e-3 bf16 out);
+ *                          of bf16 K/V, 1e-4 f32 out of fp8 K/V, 4e-3 bf16 out); f32 outputs also
+ *                          against a double-precision reference over what the pool holds (read back
+ *                          by the cpu plugin's gather), within the same bounds;
  *                          page 0 and unused pages hold NaN, so a read outside the context shows;
  *                          and the GPU's own split counts against each other; qstride cases give q
  *                          rows wider than their heads with NaN gaps (linear.fuse_qkv's slices).
- *   attn.prefill           the same for ragged prefill with prefixes, window, sinks; padded cases
- *                          widen the rows of q, k and v.
+ *   attn.prefill           against the cpu plugin, within the same bounds, for ragged prefill with
+ *                          prefixes, window, sinks (the cpu plugin's prefill is held to a double
+ *                          reference in tests/attention); padded cases widen the rows of q, k and v.
  *   rope.rope              q and k against the cpu plugin (2e-6 f32, 1e-3 bf16), with the count of
  *                          elements that are not bit-exact (rope_gpu.cuh: the device's cos / sin).
  *   rope.fused             rope_kv_write against rope then kv_layout.write of the GPU plugins, bit
@@ -36,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attn_reference.h"
 #include "switchyard/switchyard.h"
 #include "sy_numeric.h"
 #include "sy_test.h"
@@ -822,7 +826,37 @@ typedef struct paged {
     void *kc, *vc;     /* host pools */
     int32_t *tables;   /* [B][max_blocks] */
     int64_t max_blocks;
+    uint32_t B;
+    float **k_held, **v_held; /* [B] -> [len][H][D]: what the pool holds, read back and dequantized */
 } paged;
+
+/* The rows of slots[0 .. n) as the pool holds them, through the cpu plugin's gather, in f32 (fp8
+ * times its scale): the keys and values a reference attends over. */
+static void read_back(uint32_t layout, const paged *pg, const int32_t *slots, int64_t n, float *k_held, float *v_held)
+{
+    const sy_kv_geometry *g = &pg->g;
+    const size_t elems = (size_t)n * g->kv_heads * g->head_dim, e = es(g->store_dtype);
+    void *ko = xmalloc(elems * e), *vo = xmalloc(elems * e);
+    int64_t shape[3] = {n, g->kv_heads, g->head_dim};
+    sy_kv_gather_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.struct_size = sizeof ga;
+    ga.geom = *g;
+    ga.slots = index_tensor((int32_t *)slots, n);
+    ga.k_cache = pg->kc;
+    ga.v_cache = pg->vc;
+    ga.k_out = sy_tensor_contiguous(ko, g->store_dtype, 3, shape);
+    ga.v_out = sy_tensor_contiguous(vo, g->store_dtype, 3, shape);
+    sy_error err = {{0}};
+    const pair *p = kv_pair(layout);
+    call("cpu gather", ((const sy_kv_layout_ops *)p->cpu->ops)->gather(p->cpu_ctx, NULL, &ga, &err), &err);
+    const int fp8 = g->store_dtype == FP8;
+    for (size_t i = 0; i < elems; i++) {
+        k_held[i] = (float)load_value(g->store_dtype, ko, i) * (fp8 ? K_SCALE : 1.0f);
+        v_held[i] = (float)load_value(g->store_dtype, vo, i) * (fp8 ? V_SCALE : 1.0f);
+    }
+    free(ko), free(vo);
+}
 
 /* Writes lens[b] random tokens per sequence through the cpu kv plugin into shuffled pages; page 0
  * and unused pages keep NaN bytes. With a window, table entries of pages wholly before the window
@@ -848,6 +882,9 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
      * (or before its window) reach the output, not even weighted by 0. */
     memset(pg.kc, 0xFF, pb);
     memset(pg.vc, 0xFF, pb);
+    pg.B = B;
+    pg.k_held = xmalloc(sizeof *pg.k_held * B);
+    pg.v_held = xmalloc(sizeof *pg.v_held * B);
     pg.tables = xmalloc(sizeof *pg.tables * B * (size_t)max_blocks);
     memset(pg.tables, 0, sizeof *pg.tables * B * (size_t)max_blocks);
     uint32_t *order = page_order((uint32_t)pages);
@@ -856,6 +893,7 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
         const int64_t len = lens[b], n = (len + P - 1) / P;
         for (int64_t j = 0; j < n; j++)
             pg.tables[b * max_blocks + j] = (int32_t)order[next++];
+        pg.k_held[b] = pg.v_held[b] = NULL;
         if (len == 0)
             continue;
         int32_t *slots = xmalloc(sizeof *slots * (size_t)len);
@@ -882,6 +920,9 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
         sy_error err = {{0}};
         const pair *p = kv_pair(layout);
         call("cpu write", ((const sy_kv_layout_ops *)p->cpu->ops)->write(p->cpu_ctx, NULL, &w, &err), &err);
+        pg.k_held[b] = xmalloc(n_vals * sizeof(float));
+        pg.v_held[b] = xmalloc(n_vals * sizeof(float));
+        read_back(layout, &pg, slots, len, pg.k_held[b], pg.v_held[b]);
         free(slots), free(k), free(v);
         if (window > 0 && len > window)
             for (int64_t j = 0; j < (len - window) / P; j++)
@@ -893,7 +934,51 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
 
 static void free_paged(paged *pg)
 {
+    for (uint32_t b = 0; b < pg->B; b++)
+        free(pg->k_held[b]), free(pg->v_held[b]);
+    free(pg->k_held), free(pg->v_held);
     free(pg->kc), free(pg->vc), free(pg->tables);
+}
+
+/* Decode attention in double precision (tests/attention/attn_reference.c) over what the pool
+ * holds, [B][hq][D]: the keys of the window (all of them without one), q as f32 rows of q_row. */
+static double *decode_reference(const paged *pg, const float *q, int64_t q_row, uint32_t hq, const int32_t *lens,
+                                int32_t window, const float *sinks, double scale)
+{
+    const uint32_t H = pg->g.kv_heads, D = pg->g.head_dim;
+    double *ref = xmalloc(sizeof *ref * pg->B * hq * D);
+    for (uint32_t b = 0; b < pg->B; b++) {
+        const int64_t len = lens[b], lo = window > 0 && len > window ? len - window : 0;
+        for (uint32_t h = 0; h < hq; h++) {
+            double *out = ref + ((size_t)b * hq + h) * D;
+            if (len == 0) {
+                memset(out, 0, sizeof *out * D);
+                continue;
+            }
+            const size_t head = (size_t)(h / (hq / H)) * D;
+            sy_ref_attend(q + (size_t)b * (size_t)q_row + (size_t)h * D, D, pg->k_held[b] + head,
+                          pg->v_held[b] + head, (size_t)H * D, lo, len, scale, sinks ? &sinks[h] : NULL, out, NULL);
+        }
+    }
+    return ref;
+}
+
+/* Relative L2 of f32 outputs against a double reference; non-finite outputs counted apart. */
+static closeness compare_to_double(const float *test, const double *ref, size_t n)
+{
+    closeness c = {0, 0, 0};
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(test[i])) {
+            c.nonfinite++;
+            continue;
+        }
+        num += (test[i] - ref[i]) * (test[i] - ref[i]);
+        den += ref[i] * ref[i];
+        c.max_abs = fabs(test[i] - ref[i]) > c.max_abs ? fabs(test[i] - ref[i]) : c.max_abs;
+    }
+    c.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+    return c;
 }
 
 static float *make_sinks(uint32_t hq)
@@ -979,9 +1064,22 @@ static void decode_case(const decode_shape *s)
 
     const double tol = attention_tolerance(s->q, s->kv);
     closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems), c2 = compare_values(s->q, out_gpu2, out_gpu, q_elems);
-    verdict(name, c.nonfinite == 0 && c.rel_l2 <= tol && c2.nonfinite == 0 && c2.rel_l2 <= tol,
-            "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e; splits %d vs %d: %.2e", c.rel_l2, c.max_abs,
-            c.nonfinite, tol, s->splits, d.num_splits, c2.rel_l2);
+    /* f32 outputs also against the double reference (the bound is the GPU's own error; the cpu
+     * twin's is about 1e-7). */
+    closeness cd = {0, 0, 0};
+    if (s->q == F32) {
+        double *ref = decode_reference(&pg, q, q_row, s->h.hq, s->lens, s->window, sinks, a.scale);
+        cd = compare_to_double(out_gpu, ref, q_elems);
+        free(ref);
+    }
+    char vs_double[64] = "";
+    if (s->q == F32)
+        snprintf(vs_double, sizeof vs_double, "; double reference %.2e (%lld non-finite)", cd.rel_l2, cd.nonfinite);
+    verdict(name,
+            c.nonfinite == 0 && c.rel_l2 <= tol && c2.nonfinite == 0 && c2.rel_l2 <= tol && cd.nonfinite == 0 &&
+                cd.rel_l2 <= tol,
+            "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e; splits %d vs %d: %.2e%s", c.rel_l2, c.max_abs,
+            c.nonfinite, tol, s->splits, d.num_splits, c2.rel_l2, vs_double);
     dev_free(d_kc), dev_free(d_vc), dev_free(d_q), dev_free(d_out), dev_free(d_tables), dev_free(d_lens);
     if (d_sinks)
         dev_free(d_sinks);

@@ -7,9 +7,9 @@ foreach(vendor cuda hip)
     continue()
   endif()
   set(target check_kv_attn_${vendor})
-  add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/check_kv_attn.c)
+  add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/check_kv_attn.c ${CMAKE_SOURCE_DIR}/tests/attention/attn_reference.c)
   target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/engine/include ${CMAKE_SOURCE_DIR}/plugins/common
-                             ${CMAKE_SOURCE_DIR}/tests/common)
+                             ${CMAKE_SOURCE_DIR}/tests/common ${CMAKE_SOURCE_DIR}/tests/attention)
   target_compile_definitions(${target} PRIVATE SY_CHECK_GPU_BACKEND="${vendor}")
   target_link_libraries(${target} PRIVATE switchyard sy_testcommon m)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -34,7 +34,7 @@ set_source_files_properties(${_kv_attn_emu_gpu} PROPERTIES LANGUAGE CXX COMPILE_
 foreach(warp 32 64)
   set(target check_kv_attn_emu${warp})
   add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/check_kv_attn.c ${CMAKE_CURRENT_LIST_DIR}/check_kv_attn_emu.cc
-                 ${_kv_attn_emu_gpu} ${_kv_attn_emu_cpu})
+                 ${CMAKE_SOURCE_DIR}/tests/attention/attn_reference.c ${_kv_attn_emu_gpu} ${_kv_attn_emu_cpu})
   # The project's warning flags are C flags; the C++ sources get their own.
   _sy_gpu_options_for_c_only(${target})
   target_compile_options(${target} PRIVATE
@@ -44,7 +44,8 @@ foreach(warp 32 64)
   target_include_directories(${target} BEFORE PRIVATE ${CMAKE_CURRENT_LIST_DIR}/check_kv_attn_emu)
   target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/engine/include ${CMAKE_SOURCE_DIR}/plugins/common
                              ${CMAKE_SOURCE_DIR}/backends/gpu ${CMAKE_SOURCE_DIR}/plugins/attn_paged
-                             ${CMAKE_SOURCE_DIR}/plugins/rope_yarn ${CMAKE_SOURCE_DIR}/tests/common)
+                             ${CMAKE_SOURCE_DIR}/plugins/rope_yarn ${CMAKE_SOURCE_DIR}/tests/common
+                             ${CMAKE_SOURCE_DIR}/tests/attention)
   target_compile_definitions(${target} PRIVATE SY_CHECK_EMULATED SY_CHECK_GPU_BACKEND="emu" SY_EMU_WARP_SIZE=${warp}
                              SY_PLUGIN_BACKEND_NAME="emu" $<$<COMPILE_LANGUAGE:CXX>:__CUDACC__>)
   target_link_libraries(${target} PRIVATE switchyard sy_testcommon m)
