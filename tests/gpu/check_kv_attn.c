@@ -16,9 +16,9 @@
  *                          page 0 and unused pages hold NaN, so a read outside the context shows;
  *                          and the GPU's own split counts against each other; qstride cases give q
  *                          rows wider than their heads with NaN gaps (linear.fuse_qkv's slices).
- *   attn.prefill           against the cpu plugin, within the same bounds, for ragged prefill with
- *                          prefixes, window, sinks (the cpu plugin's prefill is held to a double
- *                          reference in tests/attention); padded cases widen the rows of q, k and v.
+ *   attn.prefill           the same for ragged prefill with prefixes, window, sinks (f32 outputs
+ *                          against a double reference over the K/V given); padded cases widen the
+ *                          rows of q, k and v.
  *   rope.rope              q and k against the cpu plugin (2e-6 f32, 1e-3 bf16), with the count of
  *                          elements that are not bit-exact (rope_gpu.cuh: the device's cos / sin).
  *   rope.fused             rope_kv_write against rope then kv_layout.write of the GPU plugins, bit
@@ -1158,6 +1158,40 @@ typedef struct prefill_shape {
     uint8_t sinks, padded;
 } prefill_shape;
 
+/* Prefill in double precision over the case's K/V as given (fp8 times its scale), [Tq][hq][D]:
+ * query i of a sequence of lq queries and lk keys sits at position p = lk - lq + i and sees keys
+ * [p + 1 - window, p] when causal or windowed, all lk otherwise; q as f32 rows of q_row. */
+static double *prefill_reference(const prefill_shape *s, const float *q, int64_t q_row, const void *k, const void *v,
+                                 int64_t kv_s0, const int32_t *cu_q, const int32_t *cu_k, const float *sinks,
+                                 double scale)
+{
+    const uint32_t hq = s->h.hq, H = s->h.hkv, D = s->h.d;
+    const int64_t Tq = cu_q[s->B], Tk = cu_k[s->B], kv_row = (int64_t)H * D;
+    const float k_mul = s->kv == FP8 ? K_SCALE : 1.0f, v_mul = s->kv == FP8 ? V_SCALE : 1.0f;
+    float *kf = xmalloc(sizeof *kf * (size_t)(Tk * kv_row)), *vf = xmalloc(sizeof *vf * (size_t)(Tk * kv_row));
+    for (int64_t t = 0; t < Tk; t++)
+        for (int64_t e = 0; e < kv_row; e++) {
+            kf[t * kv_row + e] = (float)load_value(s->kv, k, (size_t)(t * kv_s0 + e)) * k_mul;
+            vf[t * kv_row + e] = (float)load_value(s->kv, v, (size_t)(t * kv_s0 + e)) * v_mul;
+        }
+    double *ref = xmalloc(sizeof *ref * (size_t)Tq * hq * D);
+    for (uint32_t b = 0; b < s->B; b++) {
+        const int64_t lq = cu_q[b + 1] - cu_q[b], lk = cu_k[b + 1] - cu_k[b];
+        for (int64_t i = 0; i < lq; i++) {
+            const int64_t p = lk - lq + i, hi = s->causal || s->window > 0 ? p + 1 : lk;
+            const int64_t lo = s->window > 0 && p + 1 > s->window ? p + 1 - s->window : 0;
+            for (uint32_t h = 0; h < hq; h++) {
+                const size_t keys = (size_t)(cu_k[b] * kv_row) + (size_t)(h / (hq / H)) * D;
+                sy_ref_attend(q + (size_t)((cu_q[b] + i) * q_row) + (size_t)h * D, D, kf + keys, vf + keys,
+                              (size_t)kv_row, lo, hi, scale, sinks ? &sinks[h] : NULL,
+                              ref + ((size_t)(cu_q[b] + i) * hq + h) * D, NULL);
+            }
+        }
+    }
+    free(kf), free(vf);
+    return ref;
+}
+
 static void prefill_case(const prefill_shape *s)
 {
     char name[160];
@@ -1223,9 +1257,16 @@ static void prefill_case(const prefill_shape *s)
     call("gpu prefill", ((const sy_attention_ops *)attn.gpu->ops)->prefill_linear(attn.gpu_ctx, stream, &d, &err), &err);
     download(out_gpu, d_out, q_elems * qe);
     const double tol = attention_tolerance(s->q, s->kv);
-    closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems);
-    verdict(name, c.nonfinite == 0 && c.rel_l2 <= tol, "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e", c.rel_l2,
-            c.max_abs, c.nonfinite, tol);
+    closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems), cd = {0, 0, 0};
+    char vs_double[64] = "";
+    if (s->q == F32) {
+        double *ref = prefill_reference(s, q, q_row, k, v, kv_s0, cu_q, cu_k, sinks, a.scale);
+        cd = compare_to_double(out_gpu, ref, q_elems);
+        free(ref);
+        snprintf(vs_double, sizeof vs_double, "; double reference %.2e (%lld non-finite)", cd.rel_l2, cd.nonfinite);
+    }
+    verdict(name, c.nonfinite == 0 && c.rel_l2 <= tol && cd.nonfinite == 0 && cd.rel_l2 <= tol,
+            "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e%s", c.rel_l2, c.max_abs, c.nonfinite, tol, vs_double);
     dev_free(d_q), dev_free(d_k), dev_free(d_v), dev_free(d_out), dev_free(d_cq), dev_free(d_ck);
     if (d_sinks)
         dev_free(d_sinks);
