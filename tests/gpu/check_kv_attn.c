@@ -410,6 +410,12 @@ static double load_value(int32_t dt, const void *p, size_t i)
     }
 }
 
+/* Element i as the value it stands for: fp8 times its scale. */
+static float held_value(int32_t dt, const void *p, size_t i, float scale)
+{
+    return (float)load_value(dt, p, i) * (dt == FP8 ? scale : 1.0f);
+}
+
 static void store_value(int32_t dt, void *p, size_t i, float x, float scale)
 {
     switch (dt) {
@@ -517,24 +523,38 @@ typedef struct closeness {
     long long nonfinite; /* test not finite where the reference is */
 } closeness;
 
+/* Running sums of a comparison: elements whose reference is not finite are skipped, a test element
+ * that is not finite where the reference is counts apart. */
+typedef struct closeness_sum {
+    closeness c;
+    double num, den;
+} closeness_sum;
+
+static void closeness_add(closeness_sum *s, double t, double r)
+{
+    if (!isfinite(r))
+        return;
+    if (!isfinite(t)) {
+        s->c.nonfinite++;
+        return;
+    }
+    s->num += (t - r) * (t - r);
+    s->den += r * r;
+    s->c.max_abs = fabs(t - r) > s->c.max_abs ? fabs(t - r) : s->c.max_abs;
+}
+
+static closeness closeness_end(closeness_sum *s)
+{
+    s->c.rel_l2 = s->den > 0 ? sqrt(s->num / s->den) : sqrt(s->num);
+    return s->c;
+}
+
 static closeness compare_values(int32_t dt, const void *test, const void *ref, size_t n)
 {
-    closeness c = {0, 0, 0};
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double t = load_value(dt, test, i), r = load_value(dt, ref, i);
-        if (!isfinite(r))
-            continue;
-        if (!isfinite(t)) {
-            c.nonfinite++;
-            continue;
-        }
-        num += (t - r) * (t - r);
-        den += r * r;
-        c.max_abs = fabs(t - r) > c.max_abs ? fabs(t - r) : c.max_abs;
-    }
-    c.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
-    return c;
+    closeness_sum s = {{0, 0, 0}, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        closeness_add(&s, load_value(dt, test, i), load_value(dt, ref, i));
+    return closeness_end(&s);
 }
 
 /* Bounds on the GPU's distance from its cpu twin, set from what the kernels' arithmetic leaves
@@ -850,10 +870,9 @@ static void read_back(uint32_t layout, const paged *pg, const int32_t *slots, in
     sy_error err = {{0}};
     const pair *p = kv_pair(layout);
     call("cpu gather", ((const sy_kv_layout_ops *)p->cpu->ops)->gather(p->cpu_ctx, NULL, &ga, &err), &err);
-    const int fp8 = g->store_dtype == FP8;
     for (size_t i = 0; i < elems; i++) {
-        k_held[i] = (float)load_value(g->store_dtype, ko, i) * (fp8 ? K_SCALE : 1.0f);
-        v_held[i] = (float)load_value(g->store_dtype, vo, i) * (fp8 ? V_SCALE : 1.0f);
+        k_held[i] = held_value(g->store_dtype, ko, i, K_SCALE);
+        v_held[i] = held_value(g->store_dtype, vo, i, V_SCALE);
     }
     free(ko), free(vo);
 }
@@ -963,22 +982,18 @@ static double *decode_reference(const paged *pg, const float *q, int64_t q_row, 
     return ref;
 }
 
-/* Relative L2 of f32 outputs against a double reference; non-finite outputs counted apart. */
-static closeness compare_to_double(const float *test, const double *ref, size_t n)
+/* f32 outputs against a double reference, folded into the case's verdict: `ok` cleared past
+ * `tol`, the distance appended to `detail`. */
+static void check_against_double(const float *test, double *ref, size_t n, double tol, int *ok, char *detail,
+                                 size_t detail_len)
 {
-    closeness c = {0, 0, 0};
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(test[i])) {
-            c.nonfinite++;
-            continue;
-        }
-        num += (test[i] - ref[i]) * (test[i] - ref[i]);
-        den += ref[i] * ref[i];
-        c.max_abs = fabs(test[i] - ref[i]) > c.max_abs ? fabs(test[i] - ref[i]) : c.max_abs;
-    }
-    c.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
-    return c;
+    closeness_sum s = {{0, 0, 0}, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        closeness_add(&s, test[i], ref[i]);
+    const closeness c = closeness_end(&s);
+    *ok = *ok && c.nonfinite == 0 && c.rel_l2 <= tol;
+    snprintf(detail, detail_len, "; double reference %.2e (%lld non-finite)", c.rel_l2, c.nonfinite);
+    free(ref);
 }
 
 static float *make_sinks(uint32_t hq)
@@ -1064,20 +1079,14 @@ static void decode_case(const decode_shape *s)
 
     const double tol = attention_tolerance(s->q, s->kv);
     closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems), c2 = compare_values(s->q, out_gpu2, out_gpu, q_elems);
+    int ok = c.nonfinite == 0 && c.rel_l2 <= tol && c2.nonfinite == 0 && c2.rel_l2 <= tol;
     /* f32 outputs also against the double reference (the bound is the GPU's own error; the cpu
      * twin's is about 1e-7). */
-    closeness cd = {0, 0, 0};
-    if (s->q == F32) {
-        double *ref = decode_reference(&pg, q, q_row, s->h.hq, s->lens, s->window, sinks, a.scale);
-        cd = compare_to_double(out_gpu, ref, q_elems);
-        free(ref);
-    }
     char vs_double[64] = "";
     if (s->q == F32)
-        snprintf(vs_double, sizeof vs_double, "; double reference %.2e (%lld non-finite)", cd.rel_l2, cd.nonfinite);
-    verdict(name,
-            c.nonfinite == 0 && c.rel_l2 <= tol && c2.nonfinite == 0 && c2.rel_l2 <= tol && cd.nonfinite == 0 &&
-                cd.rel_l2 <= tol,
+        check_against_double(out_gpu, decode_reference(&pg, q, q_row, s->h.hq, s->lens, s->window, sinks, a.scale),
+                             q_elems, tol, &ok, vs_double, sizeof vs_double);
+    verdict(name, ok,
             "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e; splits %d vs %d: %.2e%s", c.rel_l2, c.max_abs,
             c.nonfinite, tol, s->splits, d.num_splits, c2.rel_l2, vs_double);
     dev_free(d_kc), dev_free(d_vc), dev_free(d_q), dev_free(d_out), dev_free(d_tables), dev_free(d_lens);
@@ -1167,12 +1176,11 @@ static double *prefill_reference(const prefill_shape *s, const float *q, int64_t
 {
     const uint32_t hq = s->h.hq, H = s->h.hkv, D = s->h.d;
     const int64_t Tq = cu_q[s->B], Tk = cu_k[s->B], kv_row = (int64_t)H * D;
-    const float k_mul = s->kv == FP8 ? K_SCALE : 1.0f, v_mul = s->kv == FP8 ? V_SCALE : 1.0f;
     float *kf = xmalloc(sizeof *kf * (size_t)(Tk * kv_row)), *vf = xmalloc(sizeof *vf * (size_t)(Tk * kv_row));
     for (int64_t t = 0; t < Tk; t++)
         for (int64_t e = 0; e < kv_row; e++) {
-            kf[t * kv_row + e] = (float)load_value(s->kv, k, (size_t)(t * kv_s0 + e)) * k_mul;
-            vf[t * kv_row + e] = (float)load_value(s->kv, v, (size_t)(t * kv_s0 + e)) * v_mul;
+            kf[t * kv_row + e] = held_value(s->kv, k, (size_t)(t * kv_s0 + e), K_SCALE);
+            vf[t * kv_row + e] = held_value(s->kv, v, (size_t)(t * kv_s0 + e), V_SCALE);
         }
     double *ref = xmalloc(sizeof *ref * (size_t)Tq * hq * D);
     for (uint32_t b = 0; b < s->B; b++) {
@@ -1257,15 +1265,13 @@ static void prefill_case(const prefill_shape *s)
     call("gpu prefill", ((const sy_attention_ops *)attn.gpu->ops)->prefill_linear(attn.gpu_ctx, stream, &d, &err), &err);
     download(out_gpu, d_out, q_elems * qe);
     const double tol = attention_tolerance(s->q, s->kv);
-    closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems), cd = {0, 0, 0};
+    closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems);
+    int ok = c.nonfinite == 0 && c.rel_l2 <= tol;
     char vs_double[64] = "";
-    if (s->q == F32) {
-        double *ref = prefill_reference(s, q, q_row, k, v, kv_s0, cu_q, cu_k, sinks, a.scale);
-        cd = compare_to_double(out_gpu, ref, q_elems);
-        free(ref);
-        snprintf(vs_double, sizeof vs_double, "; double reference %.2e (%lld non-finite)", cd.rel_l2, cd.nonfinite);
-    }
-    verdict(name, c.nonfinite == 0 && c.rel_l2 <= tol && cd.nonfinite == 0 && cd.rel_l2 <= tol,
+    if (s->q == F32)
+        check_against_double(out_gpu, prefill_reference(s, q, q_row, k, v, kv_s0, cu_q, cu_k, sinks, a.scale), q_elems,
+                             tol, &ok, vs_double, sizeof vs_double);
+    verdict(name, ok,
             "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e%s", c.rel_l2, c.max_abs, c.nonfinite, tol, vs_double);
     dev_free(d_q), dev_free(d_k), dev_free(d_v), dev_free(d_out), dev_free(d_cq), dev_free(d_ck);
     if (d_sinks)
