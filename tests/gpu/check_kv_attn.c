@@ -25,8 +25,9 @@
  *                          for bit (q, k and both pools), and its pool against the cpu writer fed the
  *                          GPU's rotated k.
  *
- * Usage: check_kv_attn_<backend> [--quick | --full] [--seed N] [--filter TEXT]  (--full is the
- * default on a GPU; the emulated build runs --quick unless given --full)
+ * Usage: check_kv_attn_<backend> [--quick | --full] [--seed N] [--filter TEXT] [--shard K/N]
+ * (--full is the default on a GPU; the emulated build runs --quick unless given --full; --shard K/N
+ * runs every Nth of the selected cases, starting at the Kth, so N runs split one list between them)
  *
  * Built with SY_CHECK_EMULATED (check_kv_attn_emu32 / _emu64), the program links the plugins' ops
  * directly and runs the GPU kernels, compiled as C++, on the CPU emulator of check_kv_attn_emu.cc
@@ -40,6 +41,9 @@
 #include <unistd.h>
 
 #include "attn_reference.h"
+#ifdef SY_CHECK_EMULATED
+#include "check_emu_backend.h"
+#endif
 #include "switchyard/switchyard.h"
 #include "sy_numeric.h"
 #include "sy_test.h"
@@ -70,6 +74,7 @@ static const int emulated = 0;
 /* Emulated --quick runs leave out the largest cases (keys x q heads past this): minutes each there. */
 enum { EMULATED_QUICK_WORK = 2000000 };
 static const char *filter;
+static unsigned shard_index, shard_count = 1, cases_seen;
 static int passed, failed;
 static sy_rng rng;
 
@@ -188,71 +193,6 @@ void sy_attn_paged_gpu_fini(void *ctx);
 sy_status sy_rope_yarn_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
 void sy_rope_yarn_gpu_fini(void *ctx);
 
-static sy_status emu_alloc(void *ctx, size_t bytes, void **ptr, sy_error *err)
-{
-    (void)ctx;
-    return cpu_workspace_alloc(NULL, bytes, ptr, err);
-}
-
-static void emu_free(void *ctx, void *ptr)
-{
-    (void)ctx;
-    free(ptr);
-}
-
-static sy_status emu_memcpy(void *ctx, sy_stream s, void *dst, const void *src, size_t bytes, int32_t kind,
-                            sy_error *err)
-{
-    (void)ctx, (void)s, (void)kind, (void)err;
-    memcpy(dst, src, bytes);
-    return SY_OK;
-}
-
-static sy_status emu_memset(void *ctx, sy_stream s, void *dst, int value, size_t bytes, sy_error *err)
-{
-    (void)ctx, (void)s, (void)err;
-    memset(dst, value, bytes);
-    return SY_OK;
-}
-
-static sy_status emu_sync(void *ctx, sy_stream s, sy_error *err)
-{
-    (void)ctx, (void)s, (void)err;
-    return SY_OK;
-}
-
-static sy_status emu_device_info(void *ctx, sy_device_info *out, sy_error *err)
-{
-    (void)ctx, (void)err;
-    snprintf(out->name, sizeof out->name, "CPU emulator of the GPU dialect, warp %d", SY_EMU_WARP_SIZE);
-    out->multiprocessors = 132;
-    out->warp_size = SY_EMU_WARP_SIZE;
-    return SY_OK;
-}
-
-static sy_status emu_stream_create(void *ctx, sy_stream *out, sy_error *err)
-{
-    (void)ctx, (void)err;
-    *out = NULL;
-    return SY_OK;
-}
-
-static void emu_stream_destroy(void *ctx, sy_stream s)
-{
-    (void)ctx, (void)s;
-}
-
-static void emu_fini(void *ctx)
-{
-    (void)ctx;
-}
-
-static const sy_backend_desc emu_backend = {
-    .name = "emu", .fini = emu_fini, .device_info = emu_device_info, .alloc = emu_alloc, .free = emu_free,
-    .memcpy_async = emu_memcpy, .memset_async = emu_memset, .stream_create = emu_stream_create,
-    .stream_destroy = emu_stream_destroy, .stream_sync = emu_sync,
-};
-
 #define EMU_DESC(desc_name, plugin_name, ops_table, init_fn, fini_fn)                                  \
     static const sy_plugin_desc desc_name = {.name = plugin_name, .ops = &ops_table, .init = init_fn, \
                                              .fini = fini_fn}
@@ -267,7 +207,7 @@ EMU_DESC(emu_rope_gpu, "rope_yarn", sy_rope_yarn_gpu_ops, sy_rope_yarn_gpu_init,
 
 static int open_all(void)
 {
-    gpu = &emu_backend;
+    gpu = &sy_check_emu_backend;
     printf("device: CPU emulator, warp %d (kernels compiled as C++)\n", SY_EMU_WARP_SIZE);
     gpu_host = host_api(gpu, NULL, 1);
     cpu_host = host_api(NULL, NULL, 0);
@@ -481,7 +421,9 @@ static void fill_bytes(void *p, size_t n)
 
 static int want(const char *name)
 {
-    return !filter || strstr(name, filter) != NULL;
+    if (filter && !strstr(name, filter))
+        return 0;
+    return cases_seen++ % shard_count == shard_index;
 }
 
 static void verdict(const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1546,6 +1488,22 @@ static void rope_cases(void)
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* "K/N" with 0 <= K < N. */
+static int parse_shard(const char *text)
+{
+    char *end;
+    unsigned long k = strtoul(text, &end, 10);
+    if (end == text || *end != '/')
+        return 0;
+    const char *n_text = end + 1;
+    unsigned long n = strtoul(n_text, &end, 10);
+    if (end == n_text || *end || n == 0 || n > 1000 || k >= n)
+        return 0;
+    shard_index = (unsigned)k;
+    shard_count = (unsigned)n;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = 0;
@@ -1560,8 +1518,13 @@ int main(int argc, char **argv)
             seeded = 1;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             filter = argv[++i];
+        } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
+            if (!parse_shard(argv[++i])) {
+                fprintf(stderr, "%s: --shard takes K/N with 0 <= K < N, not '%s'\n", argv[0], argv[i]);
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: %s [--quick | --full] [--seed N] [--filter TEXT]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick | --full] [--seed N] [--filter TEXT] [--shard K/N]\n", argv[0]);
             return 2;
         }
     }
@@ -1573,12 +1536,17 @@ int main(int argc, char **argv)
     if (!seeded)
         seed = sy_test_seed();
     printf("seed: %llu (--seed %llu reproduces)\n", (unsigned long long)seed, (unsigned long long)seed);
+    if (shard_count > 1)
+        printf("shard %u/%u: the selected cases whose index modulo %u is %u\n", shard_index, shard_count, shard_count,
+               shard_index);
     rng.state = seed;
     kv_cases();
     decode_cases();
     prefill_cases();
     rope_cases();
     printf("%d passed, %d failed\n", passed, failed);
+    if (passed + failed == 0)
+        fprintf(stderr, "%s: no case was selected (--filter, --shard)\n", argv[0]);
     unload_pair(&kv_pairs[0]);
     unload_pair(&kv_pairs[1]);
     unload_pair(&attn);
@@ -1587,5 +1555,5 @@ int main(int argc, char **argv)
     gpu->fini(gpu_ctx);
     if (registry)
         sy_registry_close(registry);
-    return failed ? 1 : 0;
+    return failed || passed == 0 ? 1 : 0;
 }

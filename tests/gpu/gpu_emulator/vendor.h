@@ -1,7 +1,7 @@
-/* check_kv_attn_emu: the CPU emulator's stand-in for backends/gpu/vendor.h, first on the include
- * path of the emulated build, so that the GPU plugins' kernels (written in the portable CUDA
- * dialect) compile as plain C++ and run on the host: each thread of a block is a fiber, a barrier
- * switches between them (check_kv_attn_emu.cc), shuffles exchange through the block, and the
+/* The CPU emulator's stand-in for backends/gpu/vendor.h, first on the include path of the emulated
+ * checks (check_kv_attn_emu*, check_moe_emu*), so that the GPU plugins' kernels (written in the
+ * portable CUDA dialect) compile as plain C++ and run on the host: each thread of a block is a
+ * fiber, a barrier switches between them (gpu_emulator.cc), shuffles exchange through the block, and the
  * warp width is SY_EMU_WARP_SIZE (the build makes one program for 32 and one for 64). Nothing
  * here is fast; it exists to run the kernels' index math against the cpu plugins where no GPU is. */
 #ifndef SY_VENDOR_H
@@ -24,6 +24,13 @@ static inline gpuError_t gpuGetLastError(void)
 {
     return gpuSuccess;
 }
+/* Device memory is host memory here, and every call runs to its end before it returns. */
+static inline gpuError_t gpuMemsetAsync(void *dst, int value, size_t bytes, gpuStream_t stream)
+{
+    (void)stream;
+    memset(dst, value, bytes);
+    return gpuSuccess;
+}
 static inline const char *gpuGetErrorName(gpuError_t status)
 {
     return status ? "emuError" : "emuSuccess";
@@ -40,6 +47,7 @@ static inline const char *gpuGetErrorString(gpuError_t status)
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
@@ -60,6 +68,10 @@ struct float2 {
 struct float4 {
     float x, y, z, w;
 };
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    return float4{x, y, z, w};
+}
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
 {
     return uint4{x, y, z, w};
@@ -79,6 +91,25 @@ static inline unsigned __float_as_uint(float f)
     unsigned u;
     memcpy(&u, &f, sizeof u);
     return u;
+}
+static inline float __int_as_float(int i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+/* The emulator runs one thread at a time and switches only at barriers: a plain update is atomic. */
+static inline int atomicAdd(int *address, int value)
+{
+    const int old = *address;
+    *address = old + value;
+    return old;
+}
+static inline unsigned atomicAdd(unsigned *address, unsigned value)
+{
+    const unsigned old = *address;
+    *address = old + value;
+    return old;
 }
 /* Built with -ffp-contract=off: plain operations round on their own, as these must. */
 static inline float __fmul_rn(float a, float b)
@@ -109,6 +140,18 @@ void *sy_emu_dynamic_shared(void);
 #define sy_shfl_xor(value, lane_mask) sy_emu_shfl_xor((value), (lane_mask))
 #define sy_syncwarp() sy_emu_syncwarp()
 #define SY_GPU_DYNAMIC_SHARED(type, name) type *name = (type *)sy_emu_dynamic_shared()
+/* The emulated dynamic shared memory comes from operator new: 16-byte aligned. */
+#define SY_GPU_DYNAMIC_SHARED_ALIGNED(type, name, bytes) \
+    static_assert((bytes) <= 16, "the emulator aligns dynamic shared memory to 16 bytes"); \
+    type *name = (type *)sy_emu_dynamic_shared()
+#define __syncwarp() sy_emu_syncwarp()
+/* The CUDA opt-in past 48 KB of dynamic shared memory: the emulator has no such limit. */
+#define cudaFuncAttributeMaxDynamicSharedMemorySize 0
+template <class Kernel>
+static inline gpuError_t cudaFuncSetAttribute(Kernel, int, int)
+{
+    return gpuSuccess;
+}
 
 /* Integer intrinsics, as the CUDA Math API defines them. */
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned selector)
@@ -126,7 +169,7 @@ static inline unsigned __vcmpeq2(unsigned a, unsigned b)
 
 #if SY_EMU_WARP_SIZE == 32
 /* Tensor-core fragments exist for warps of 32: mma_bf16_cuda.cuh and cp_async_cuda.cuh call these
- * (check_kv_attn_emu.cc), and the kernels that use them are built. */
+ * (gpu_emulator.cc), and the kernels that use them are built. */
 #define SY_EMU_TENSOR_CORES 1
 void sy_emu_ldmatrix_x4(uint32_t r[4], const void *row, bool trans);
 void sy_emu_mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
