@@ -73,6 +73,15 @@ extern "C" {
 #include "sy_op_check.h"
 }
 
+/* The tensor-core product (moe_mxfp4_gpu_mma.cuh) in CUDA builds, and in tests/gpu's CPU emulator
+ * at a warp of 32, which emulates its fragments; HIP builds and the emulator at 64 run the
+ * CUDA-core product. */
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
+#define SY_MOE_TENSOR_CORES 1
+#else
+#define SY_MOE_TENSOR_CORES 0
+#endif
+
 enum {
     MOE_GPU_THREADS = 256,      /* forward CTAs: 16 rows of a tile x 16 block columns; any warp width */
     MOE_GPU_TILE_ROWS = 16,     /* rows of one tile of the shuffled layout */
@@ -163,10 +172,10 @@ typedef struct moe_gpu_move {
 
 /* The order this build's product decodes E2M1 codes in (moe_layout.h): the tensor-core product's
  * on CUDA, the checkpoint's for HIP's CUDA-core product. */
-#if defined(SY_VENDOR_CUDA)
-enum { MOE_GPU_CODE_ORDER = SY_MOE_CODES_TENSOR_PAIRS };
+#if SY_MOE_TENSOR_CORES
+static constexpr uint32_t MOE_GPU_CODE_ORDER = SY_MOE_CODES_TENSOR_PAIRS;
 #else
-enum { MOE_GPU_CODE_ORDER = SY_MOE_CODES_CHECKPOINT };
+static constexpr uint32_t MOE_GPU_CODE_ORDER = SY_MOE_CODES_CHECKPOINT;
 #endif
 
 static __device__ __forceinline__ uint32_t moe_gpu_codes_to_order(uint32_t checkpoint_group)
@@ -305,8 +314,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
                   "for the w13 scales");
     SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w2_scales, SY_E8M0_ONE, E * sec.w2_expert_scales, gs),
                   "for the w2 scales");
-    moe_gpu_header_kernel<<<1, 64, 0, gs>>>(moe_gpu_header_of(&d, c->gate_up_layout),
-                                            (sy_moe_prepared_header *)(base + sec.header));
+    SY_GPU_LAUNCH(1, 64, 0, gs, moe_gpu_header_kernel)(moe_gpu_header_of(&d, c->gate_up_layout),
+                                                       (sy_moe_prepared_header *)(base + sec.header));
     SY_GPU_CHECK_LAUNCH(err, "moe_gpu_header_kernel");
 
     for (int w13 = 1; w13 >= 0; w13--) {
@@ -326,7 +335,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
         m.gate_up_layout = c->gate_up_layout;
         m.inter_padded = d.intermediate_padded;
         m.vector_copy = (uint32_t)moe_gpu_aligned16(m.ck_blocks);
-        moe_gpu_move_kernel<<<moe_gpu_grid_for(m.count), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(m);
+        SY_GPU_LAUNCH(moe_gpu_grid_for(m.count), MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_move_kernel)(m);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_move_kernel");
     }
 
@@ -342,7 +351,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
     b.hidden = d.hidden;
     b.inter_padded = d.intermediate_padded;
     b.hidden_padded = d.hidden_padded;
-    moe_gpu_bias_kernel<<<moe_gpu_grid_for(E * (2u * d.intermediate + d.hidden)), MOE_GPU_SIMPLE_THREADS, 0, gs>>>(b);
+    SY_GPU_LAUNCH(moe_gpu_grid_for(E * (2u * d.intermediate + d.hidden)), MOE_GPU_SIMPLE_THREADS, 0, gs,
+                  moe_gpu_bias_kernel)(b);
     SY_GPU_CHECK_LAUNCH(err, "moe_gpu_bias_kernel");
     return SY_OK;
 }
@@ -818,7 +828,7 @@ typedef struct moe_gpu_scratch {
     int32_t *x_exp, *act_exp;
 } moe_gpu_scratch;
 
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
 #include "moe_mxfp4_gpu_mma.cuh"
 enum { MOE_GPU_CHUNK_TOKENS = MOE_MMA_TOKENS }; /* the smallest chunk size a call plans */
 #else
@@ -828,7 +838,7 @@ enum { MOE_GPU_CHUNK_TOKENS = MOE_GPU_TOKENS };
 /* Pairs of one chunk for a call of `pairs` routed pairs, every pass of it. */
 static int32_t moe_gpu_chunk_tokens(int64_t pairs, uint32_t experts)
 {
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
     return moe_mma_chunk_tokens(pairs, experts);
 #else
     (void)pairs, (void)experts;
@@ -842,7 +852,7 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
     return (pairs + (uint32_t)chunk_tokens - 1) / (uint32_t)chunk_tokens + experts;
 }
 
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
 /* Row blockIdx.x of `in` (x, or act where the SwiGLU has no bound) as the tensor-core product's
  * input [rows][cols]: 16-byte aligned rows, each group of 8 in the pair order of
  * sy_e2m1_pair_slot, times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
@@ -925,13 +935,13 @@ template <bool W13>
 static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tokens, unsigned max_chunks,
                                         gpuStream_t gs, sy_error *err)
 {
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
     return g.in_lo_offset ? moe_mma_launch<W13, true>(g, chunk_tokens, max_chunks, gs, err)
                           : moe_mma_launch<W13, false>(g, chunk_tokens, max_chunks, gs, err);
 #else
     (void)chunk_tokens;
     const unsigned slices = W13 ? g.out_rows / MOE_GPU_W13_INDICES : (g.out_rows + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS;
-    moe_gpu_gemm_kernel<W13><<<dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs>>>(g);
+    SY_GPU_LAUNCH(dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs, moe_gpu_gemm_kernel<W13>)(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe grouped product (w13)" : "moe grouped product (w2)");
     return SY_OK;
 #endif
@@ -1023,7 +1033,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     const uint32_t k = a->shape.top_k, E = d.experts;
     const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
     const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
     const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_kernel) */
     const int32_t act_exp = moe_gpu_act_exponent(a->shape.swiglu_alpha, a->shape.swiglu_limit);
 #else
@@ -1074,7 +1084,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 
         SY_GPU_CHECKF(err, gpuMemsetAsync(s.counts, 0, s.count_bytes, gs), "for the expert counts");
         /* An ordinary launch: what comes before it on the stream is the memset, not a kernel. */
-        moe_gpu_count_kernel<<<pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs>>>(ids, pairs, E, s.counts);
+        SY_GPU_LAUNCH(pair_blocks, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_count_kernel)(ids, pairs, E, s.counts);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_count_kernel");
         SY_GPU_LAUNCH_CHAINED(1, MOE_GPU_PLAN_THREADS, 0, gs, moe_gpu_plan_kernel)(plan);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_plan_kernel");
@@ -1090,7 +1100,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.out = s.act;
         g.out_rows = d.intermediate;
         g.in_lo_offset = 0;
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
         {
             const size_t plane = (size_t)max_tokens * d.hidden;
             SY_GPU_LAUNCH_CHAINED((unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_stage_kernel)(
@@ -1118,7 +1128,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_stride = d.intermediate;
         g.out = s.y;
         g.out_rows = d.hidden;
-#if defined(SY_VENDOR_CUDA)
+#if SY_MOE_TENSOR_CORES
         /* The act planes: rows of a multiple of 32 bf16 from an aligned allocation, written by w13
          * (times the fixed 2^(126 - act_exp)) or staged from its f32 rows here. */
         g.in_dtype = SY_DTYPE_BF16;

@@ -401,7 +401,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 template <bool W13, bool PLANES, bool WIDE>
 static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
 {
-    extern __shared__ __align__(16) uint8_t moe_mma_smem[];
+    SY_GPU_DYNAMIC_SHARED_ALIGNED(uint8_t, moe_mma_smem, 16);
     sy_gpu_wait_for_previous_kernel();
     /* Wide: the output slices of a chunk run side by side (blockIdx.x), so that its input rows,
      * read by every slice, stay in L2; at 8192 tokens w2's input planes (94 MB a pass) are larger

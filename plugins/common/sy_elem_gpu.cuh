@@ -42,15 +42,19 @@ SY_DEV void sy_gpu_wait_for_previous_kernel()
 #define SY_GPU_HOST_TABLE(...) __VA_ARGS__
 #endif
 
-/* Kernel launches and dynamic shared memory go through these two names, so that the kernels also
+/* Kernel launches and dynamic shared memory go through these names, so that the kernels also
  * build for tests/gpu's CPU emulator of the dialect (which defines them first):
  *   SY_GPU_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...);
- *   SY_GPU_DYNAMIC_SHARED(float, name);   (a kernel's dynamic shared memory as name[]) */
+ *   SY_GPU_DYNAMIC_SHARED(float, name);   (a kernel's dynamic shared memory as name[])
+ *   SY_GPU_DYNAMIC_SHARED_ALIGNED(uint8_t, name, 16);   (the same, declared `bytes`-aligned) */
 #ifndef SY_GPU_LAUNCH
 #define SY_GPU_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
 #endif
 #ifndef SY_GPU_DYNAMIC_SHARED
 #define SY_GPU_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+#ifndef SY_GPU_DYNAMIC_SHARED_ALIGNED
+#define SY_GPU_DYNAMIC_SHARED_ALIGNED(type, name, bytes) extern __shared__ __align__(bytes) type name[]
 #endif
 
 /* A launch that may overlap the end of the kernel before it on the stream: with `overlap` on CUDA

@@ -20,7 +20,13 @@
  * The shapes are gpt-oss-120b's (hidden 2880 padded to 3072, intermediate 2880, 128 experts top-4
  * at 8 and 128 tokens; add+RMSNorm+pad of 128 and 16384 rows; the attention and router
  * projections) and odd small ones. Runs without fork: a GPU runtime initialized in a parent is
- * unusable in its forked children. */
+ * unusable in its forked children.
+ *
+ * Built with SY_CHECK_EMULATED (check_moe_emu32 / check_moe_emu64), the program links the GPU MoE
+ * plugins' ops, their kernels compiled as C++ for tests/gpu's CPU emulator at a warp width of 32
+ * (the CUDA build's tensor-core product, on emulated fragments) or 64 (the HIP build's CUDA-core
+ * product), and runs the moe cases small enough for it (EMULATED_MOE_WORK) and the route cases
+ * against the cpu twins from the build tree: the same checks, on a machine without a GPU. */
 #include <check.h>
 #include <limits.h>
 #include <math.h>
@@ -30,6 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef SY_CHECK_EMULATED
+#include "check_emu_backend.h"
+#endif
 #include "moe_checkpoint.h"
 #include "moe_layout.h"
 #include "mxfp4_bf16_pairs.h"
@@ -78,12 +87,16 @@ static void open_registry(void)
         fprintf(stderr, "sy_registry_open: %s\n", err.msg);
         exit(1);
     }
+#ifdef SY_CHECK_EMULATED
+    backend = &sy_check_emu_backend;
+#else
     backend_entry = sy_registry_find_backend(registry, SY_TEST_GPU_BACKEND);
     if (!backend_entry) {
         fprintf(stderr, "backend '%s' is not loaded from %s\n", SY_TEST_GPU_BACKEND, plugins_dir);
         exit(1);
     }
     backend = backend_entry->backend;
+#endif
 }
 
 static sy_status workspace_alloc(void *host, size_t bytes, void **ptr, sy_error *err)
@@ -152,8 +165,40 @@ static void dev_free(void *p)
     backend->free(bctx, p);
 }
 
+#ifdef SY_CHECK_EMULATED
+/* The GPU MoE plugins' ops, linked in (plugins/common/moe_mxfp4_gpu.cuh built for the emulator). */
+extern const sy_moe_ops sy_moe_mxfp4_gpu_ops;
+sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err);
+void sy_moe_mxfp4_gpu_fini(void *ctx);
+
+static sy_status emu_moe_interleave_init(const sy_host_api *host, void **ctx, sy_error *err)
+{
+    return sy_moe_mxfp4_gpu_init(host, SY_MOE_GATE_UP_INTERLEAVE, ctx, err);
+}
+
+static sy_status emu_moe_separated_init(const sy_host_api *host, void **ctx, sy_error *err)
+{
+    return sy_moe_mxfp4_gpu_init(host, SY_MOE_GATE_UP_SEPARATED, ctx, err);
+}
+
+static const sy_plugin_desc emu_moe[2] = {
+    {.kind = SY_KIND_MOE, .name = "moe_mxfp4_interleave", .backend = "emu", .ops = &sy_moe_mxfp4_gpu_ops,
+     .init = emu_moe_interleave_init, .fini = sy_moe_mxfp4_gpu_fini},
+    {.kind = SY_KIND_MOE, .name = "moe_mxfp4_separated", .backend = "emu", .ops = &sy_moe_mxfp4_gpu_ops,
+     .init = emu_moe_separated_init, .fini = sy_moe_mxfp4_gpu_fini},
+};
+#endif
+
 static const sy_plugin_desc *plugin(int32_t kind, const char *name, const char *backend_name)
 {
+#ifdef SY_CHECK_EMULATED
+    if (strcmp(backend_name, "cpu") != 0) {
+        for (size_t i = 0; i < sizeof emu_moe / sizeof emu_moe[0]; i++)
+            if ((int32_t)emu_moe[i].kind == kind && strcmp(emu_moe[i].name, name) == 0)
+                return &emu_moe[i];
+        ck_abort_msg("plugin %s is not built for the emulator", name);
+    }
+#endif
     const sy_registry_entry *e = sy_registry_find(registry, kind, name, backend_name);
     ck_assert_msg(e != NULL, "plugin %s (%s) is not loaded", name, backend_name);
     return e->plugin;
@@ -294,6 +339,17 @@ END_TEST
 /* ------------------------------------------------------------------------------------------ */
 /* moe                                                                                         */
 
+/* Whether the build under test runs the tensor-core product, which prepares each group of codes in
+ * its own order (moe_layout.h) and refuses a buffer prepared on the host. */
+static int moe_tensor_cores(void)
+{
+#ifdef SY_CHECK_EMULATED
+    return SY_EMU_WARP_SIZE == 32;
+#else
+    return strcmp(SY_TEST_GPU_BACKEND, "cuda") == 0;
+#endif
+}
+
 static const char *const moe_names[2] = {"moe_mxfp4_interleave", "moe_mxfp4_separated"};
 
 typedef struct moe_case {
@@ -327,7 +383,29 @@ static const moe_case MOE_CASES[] = {
      * row by row; and one whose bound is 2^41. */
     {5, 736, 608, 3, 37, 1, 0.0f, 7.0f, 0},
     {5, 736, 608, 3, 37, 1, 1.702f, 1e6f, 0},
+    /* The shapes above that the emulator cannot afford, at sizes it can (EMULATED_MOE_WORK): padded
+     * rows, the unbounded and the far bound; k = E within one pass, whose 76, 94 and 108 pairs an
+     * expert make chunks of 64 and 12, 30 or 44 (the wide product's 8 and 2, 4 or 6 n-tile
+     * bodies); and k = E past one pass (8400 pairs, two passes). */
+    {5, 224, 160, 3, 37, 1, 1.702f, 7.0f, 1},
+    {5, 96, 64, 3, 37, 1, 0.0f, 7.0f, 0},
+    {5, 96, 64, 3, 37, 1, 1.702f, 1e6f, 0},
+    {3, 32, 32, 3, 76, 1, 1.702f, 7.0f, 1},
+    {3, 32, 32, 3, 94, 1, 1.702f, 7.0f, 1},
+    {3, 32, 32, 3, 108, 1, 1.702f, 7.0f, 1},
+    {4, 32, 32, 4, 2100, 0, 1.702f, 7.0f, 1},
 };
+enum { MOE_CASE_COUNT = sizeof MOE_CASES / sizeof MOE_CASES[0] };
+
+/* Multiply-adds of a case's forward (w13 and w2 over its routed pairs). The emulated build runs the
+ * cases of at most EMULATED_MOE_WORK: its tensor-core instructions take microseconds each. */
+static double moe_case_work(const moe_case *mc)
+{
+    return 3.0 * mc->T * mc->k * mc->H * mc->I;
+}
+enum { EMULATED_MOE_WORK = 30000000 };
+/* MOE_CASES' indices that this build runs, in order. */
+static int moe_selected[MOE_CASE_COUNT], moe_selected_count;
 
 /* The checkpoint's tensors on the device. */
 typedef struct moe_device_checkpoint {
@@ -400,7 +478,7 @@ typedef struct moe_side {
  * checkpoint's. */
 static void moe_expect_gpu_code_order(uint8_t *buf, const sy_moe_shape *shape)
 {
-    if (strcmp(SY_TEST_GPU_BACKEND, "cuda") != 0)
+    if (!moe_tensor_cores())
         return;
     const sy_moe_dims d = sy_moe_dims_of(shape->num_experts, shape->hidden, shape->intermediate);
     const sy_moe_sections sec = sy_moe_sections_of(&d);
@@ -584,7 +662,7 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
      * where the check runs on the device: the interleave plugin on the separated buffer and, on
      * CUDA, on the host-prepared buffer uploaded as it is (codes in the checkpoint's order). */
     enum { RUNS = 5, WRONG_LAYOUT = 3, HOST_ORDER = 4 };
-    const int runs = strcmp(SY_TEST_GPU_BACKEND, "cuda") == 0 ? RUNS : HOST_ORDER;
+    const int runs = moe_tensor_cores() ? RUNS : HOST_ORDER;
     void *outs[RUNS] = {NULL};
     sy_status refused[RUNS] = {SY_OK};
     for (int run = 0; run < runs; run++) {
@@ -664,7 +742,7 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
 
 START_TEST(test_moe)
 {
-    const moe_case *mc = &MOE_CASES[_i];
+    const moe_case *mc = &MOE_CASES[moe_selected[_i]];
     sy_rng rng = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(_i + 1))};
     /* Scale bytes 122..128 (2^-5 .. 2): pre-activations inside and well past the clamp of 7. */
     moe_checkpoint c = moe_checkpoint_random(&rng, mc->E, mc->H, mc->I, 122, 128);
@@ -980,17 +1058,30 @@ int main(void)
 {
     open_registry();
     seed = sy_test_seed();
-    const int have_device = backend_entry->probe_score > 0;
+#ifdef SY_CHECK_EMULATED
+    printf("device: CPU emulator, warp %d (kernels compiled as C++); moe cases of at most %d multiply-adds\n",
+           SY_EMU_WARP_SIZE, (int)EMULATED_MOE_WORK);
+    const int have_device = 1, emulated = 1;
+#else
+    const int have_device = backend_entry->probe_score > 0, emulated = 0;
+#endif
+    for (int i = 0; i < MOE_CASE_COUNT; i++)
+        if (!emulated || moe_case_work(&MOE_CASES[i]) <= EMULATED_MOE_WORK)
+            moe_selected[moe_selected_count++] = i;
     Suite *suite = suite_create("gpu_moe_norm_linear_" SY_TEST_GPU_BACKEND);
-    TCase *host = tcase_create("host");
-    tcase_add_test(host, test_descriptors_match_the_cpu_twins);
-    suite_add_tcase(suite, host);
+    if (!emulated) {
+        TCase *host = tcase_create("host");
+        tcase_add_test(host, test_descriptors_match_the_cpu_twins);
+        suite_add_tcase(suite, host);
+    }
     if (have_device) {
         TCase *device = tcase_create("device");
         tcase_add_checked_fixture(device, device_setup, device_teardown);
-        tcase_add_loop_test(device, test_norm, 0, (int)(sizeof NORM_CASES / sizeof NORM_CASES[0]));
-        tcase_add_loop_test(device, test_linear, 0, (int)(sizeof LINEAR_CASES / sizeof LINEAR_CASES[0]));
-        tcase_add_loop_test(device, test_moe, 0, (int)(sizeof MOE_CASES / sizeof MOE_CASES[0]));
+        if (!emulated) {
+            tcase_add_loop_test(device, test_norm, 0, (int)(sizeof NORM_CASES / sizeof NORM_CASES[0]));
+            tcase_add_loop_test(device, test_linear, 0, (int)(sizeof LINEAR_CASES / sizeof LINEAR_CASES[0]));
+        }
+        tcase_add_loop_test(device, test_moe, 0, moe_selected_count);
         tcase_add_loop_test(device, test_moe_route, 0, (int)(sizeof ROUTE_CASES / sizeof ROUTE_CASES[0]));
         suite_add_tcase(suite, device);
     } else {
