@@ -12,10 +12,11 @@
 static sy_status emu_alloc(void *ctx, size_t bytes, void **ptr, sy_error *err)
 {
     (void)ctx;
-    /* 256-byte aligned, as the GPU runtimes' allocations are at least. */
-    *ptr = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-    if (*ptr)
+    /* 256-byte aligned, as the GPU runtimes' allocations are at least, and exactly `bytes` long, so
+     * that the sanitizers see a kernel's access past the end of its buffer. */
+    if (posix_memalign(ptr, 256, bytes ? bytes : 1) == 0)
         return SY_OK;
+    *ptr = NULL;
     snprintf(err->msg, sizeof err->msg, "out of host memory for %zu bytes of emulated device memory", bytes);
     return SY_E_NOMEM;
 }

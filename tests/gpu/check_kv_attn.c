@@ -25,9 +25,8 @@
  *                          for bit (q, k and both pools), and its pool against the cpu writer fed the
  *                          GPU's rotated k.
  *
- * Usage: check_kv_attn_<backend> [--quick | --full] [--seed N] [--filter TEXT] [--shard K/N]
- * (--full is the default on a GPU; the emulated build runs --quick unless given --full; --shard K/N
- * runs every Nth of the selected cases, starting at the Kth, so N runs split one list between them)
+ * Usage: check_kv_attn_<backend> [--quick | --full] [--seed N] [--filter TEXT]  (--full is the
+ * default on a GPU; the emulated build runs --quick unless given --full)
  *
  * Built with SY_CHECK_EMULATED (check_kv_attn_emu32 / _emu64), the program links the plugins' ops
  * directly and runs the GPU kernels, compiled as C++, on the CPU emulator of check_kv_attn_emu.cc
@@ -74,7 +73,6 @@ static const int emulated = 0;
 /* Emulated --quick runs leave out the largest cases (keys x q heads past this): minutes each there. */
 enum { EMULATED_QUICK_WORK = 2000000 };
 static const char *filter;
-static unsigned shard_index, shard_count = 1, cases_seen;
 static int passed, failed;
 static sy_rng rng;
 
@@ -421,9 +419,7 @@ static void fill_bytes(void *p, size_t n)
 
 static int want(const char *name)
 {
-    if (filter && !strstr(name, filter))
-        return 0;
-    return cases_seen++ % shard_count == shard_index;
+    return !filter || strstr(name, filter) != NULL;
 }
 
 static void verdict(const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1488,22 +1484,6 @@ static void rope_cases(void)
 
 /* ------------------------------------------------------------------------------------------ */
 
-/* "K/N" with 0 <= K < N. */
-static int parse_shard(const char *text)
-{
-    char *end;
-    unsigned long k = strtoul(text, &end, 10);
-    if (end == text || *end != '/')
-        return 0;
-    const char *n_text = end + 1;
-    unsigned long n = strtoul(n_text, &end, 10);
-    if (end == n_text || *end || n == 0 || n > 1000 || k >= n)
-        return 0;
-    shard_index = (unsigned)k;
-    shard_count = (unsigned)n;
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = 0;
@@ -1518,13 +1498,8 @@ int main(int argc, char **argv)
             seeded = 1;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             filter = argv[++i];
-        } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
-            if (!parse_shard(argv[++i])) {
-                fprintf(stderr, "%s: --shard takes K/N with 0 <= K < N, not '%s'\n", argv[0], argv[i]);
-                return 2;
-            }
         } else {
-            fprintf(stderr, "usage: %s [--quick | --full] [--seed N] [--filter TEXT] [--shard K/N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick | --full] [--seed N] [--filter TEXT]\n", argv[0]);
             return 2;
         }
     }
@@ -1536,9 +1511,6 @@ int main(int argc, char **argv)
     if (!seeded)
         seed = sy_test_seed();
     printf("seed: %llu (--seed %llu reproduces)\n", (unsigned long long)seed, (unsigned long long)seed);
-    if (shard_count > 1)
-        printf("shard %u/%u: the selected cases whose index modulo %u is %u\n", shard_index, shard_count, shard_count,
-               shard_index);
     rng.state = seed;
     kv_cases();
     decode_cases();
@@ -1546,7 +1518,7 @@ int main(int argc, char **argv)
     rope_cases();
     printf("%d passed, %d failed\n", passed, failed);
     if (passed + failed == 0)
-        fprintf(stderr, "%s: no case was selected (--filter, --shard)\n", argv[0]);
+        fprintf(stderr, "%s: no case was selected (--filter)\n", argv[0]);
     unload_pair(&kv_pairs[0]);
     unload_pair(&kv_pairs[1]);
     unload_pair(&attn);

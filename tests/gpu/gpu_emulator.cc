@@ -1,5 +1,5 @@
 /* The CPU emulator under the emulated GPU checks (gpu_emulator/vendor.h): a block's threads are
- * fibers (ucontext) run in turn up to their next barrier. A block barrier releases when every
+ * fibers (each on its own stack) run in turn up to their next barrier. A block barrier releases when every
  * thread of the block has reached it, a warp barrier (shuffles, __syncwarp and the warp-wide
  * tensor-core instructions exchange through one) when every lane of the warp has (at a warp of
  * 64, every lane that has not left the kernel: a wavefront shuffles among its active lanes; a
@@ -13,14 +13,22 @@
  * 16-bit elements, plain and .trans) and mma.sync m16n8k16 with bf16 inputs and f32 accumulators
  * (products summed in double and rounded once: the hardware's own summation order is not
  * specified, so results agree within f32 rounding). */
-/* _longjmp between fibers' stacks is what the fortified longjmp refuses. */
-#undef _FORTIFY_SOURCE
 #include <math.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SY_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SY_EMU_ASAN 1
+#endif
+#endif
+#ifdef SY_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <deque>
 #include <vector>
@@ -31,6 +39,33 @@
 
 dim3 sy_emu_thread_idx, sy_emu_block_idx, sy_emu_block_dim, sy_emu_grid_dim;
 
+#if defined(__x86_64__)
+/* Saves rbp, rbx, r12-r15 (the System V ABI's callee-saved registers; the code run here leaves
+ * MXCSR and the x87 control word as they are) on the current stack, stores the stack pointer at
+ * *save_sp, and continues where next_sp was saved: its registers popped, then its return. */
+extern "C" void sy_emu_switch_stack(void **save_sp, void *next_sp);
+asm(".text\n"
+    ".globl sy_emu_switch_stack\n"
+    ".type sy_emu_switch_stack, @function\n"
+    "sy_emu_switch_stack:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size sy_emu_switch_stack, .-sy_emu_switch_stack\n");
+#endif
+
 namespace {
 enum { RUNNABLE, AT_BARRIER, AT_WARP_BARRIER, DONE };
 /* Whether a warp barrier goes on without the lanes that have left the kernel. A wavefront of 64
@@ -39,31 +74,29 @@ enum { RUNNABLE, AT_BARRIER, AT_WARP_BARRIER, DONE };
 constexpr bool LANES_MAY_LEAVE = SY_EMU_WARP_SIZE == 64;
 enum { STACK_BYTES = 256 * 1024 };
 
-/* Switching between the scheduler and a fiber: the first entry goes through swapcontext (onto the
- * stack makecontext prepared), every later switch through _setjmp / _longjmp, which leave the signal
- * mask alone: swapcontext's system call for it was 90% of the emulator's time (perf, the MoE check
- * at a warp of 32; 2.2 us against 70 ns a round trip). Under AddressSanitizer, whose longjmp
- * interceptor costs more than that call, every switch is swapcontext, which it knows about. */
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool FAST_SWITCH = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool FAST_SWITCH = false;
-#else
-constexpr bool FAST_SWITCH = true;
-#endif
-#else
-constexpr bool FAST_SWITCH = true;
-#endif
-
 /* A fiber runs the kernel body once per block for as long as the program runs: it is made once,
  * when a launch first needs that many threads, and waits for the next block where it ended the
- * last one (making contexts per block cost two system calls a thread). Fibers and their stacks
- * never move: a waiting fiber's saved context points into both. */
+ * last one. Fibers and their stacks never move: a waiting fiber's saved state points into both.
+ *
+ * Switching. On x86-64, sy_emu_switch_stack below: the callee-saved registers go onto the old
+ * stack and the stack pointer is swapped, a few nanoseconds; swapcontext, which the other
+ * architectures use, makes a system call for the signal mask every time (2.2 us a round trip
+ * here; 90% of the emulator's time under perf), and under AddressSanitizer also clears the shadow
+ * of the whole stack it enters. AddressSanitizer is told of every switch instead (its fiber
+ * interface), so that it checks each fiber's stack as the stack it is. */
+#if defined(__x86_64__)
+#define SY_EMU_STACK_SWITCH 1
+#else
+#define SY_EMU_STACK_SWITCH 0
+#endif
+
 struct fiber {
+#if SY_EMU_STACK_SWITCH
+    void *sp; /* where the fiber waits: its callee-saved registers, then where to go on */
+#else
     ucontext_t context;
-    jmp_buf resume_point; /* FAST_SWITCH: where the fiber waits */
-    bool started;
+#endif
+    void *fake_stack; /* AddressSanitizer's, for the switch back */
     int state;
     std::vector<char> stack;
 };
@@ -77,43 +110,61 @@ enum { FRAG = 10 };
 /* Lanes of each warp that have taken their outputs of the current mma (emu_mma). */
 std::vector<unsigned> mma_readers;
 std::vector<unsigned char> dynamic_shared;
+#if SY_EMU_STACK_SWITCH
+void *scheduler_sp;
+#else
 ucontext_t scheduler;
-jmp_buf scheduler_resume_point; /* FAST_SWITCH: where the scheduler waits */
+#endif
+void *scheduler_fake_stack;
+const void *scheduler_stack_bottom; /* the thread's own stack, where the scheduler runs */
+size_t scheduler_stack_size;
 unsigned current;
 const std::function<void()> *kernel_body;
+
+#ifdef SY_EMU_ASAN
+void asan_start_switch(void **fake_stack, const void *bottom, size_t size)
+{
+    __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+}
+void asan_finish_switch(void *fake_stack, const void **from_bottom, size_t *from_size)
+{
+    __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
+}
+#else
+void asan_start_switch(void **, const void *, size_t) {}
+void asan_finish_switch(void *, const void **, size_t *) {}
+#endif
 
 /* The running fiber hands control back to the scheduler, and returns when it is resumed. */
 void to_scheduler()
 {
     fiber &me = fibers[current];
-    if (!FAST_SWITCH)
-        swapcontext(&me.context, &scheduler);
-    else if (!_setjmp(me.resume_point))
-        _longjmp(scheduler_resume_point, 1);
-}
-
-/* FAST_SWITCH: into the current fiber, where it waits or, the first time, at its entry. */
-[[noreturn]] __attribute__((noinline)) void enter_current()
-{
-    fiber &f = fibers[current];
-    if (f.started)
-        _longjmp(f.resume_point, 1);
-    f.started = true;
-    swapcontext(&scheduler, &f.context);
-    abort(); /* the fiber comes back through scheduler_resume_point */
+    asan_start_switch(&me.fake_stack, scheduler_stack_bottom, scheduler_stack_size);
+#if SY_EMU_STACK_SWITCH
+    sy_emu_switch_stack(&me.sp, scheduler_sp);
+#else
+    swapcontext(&me.context, &scheduler);
+#endif
+    asan_finish_switch(me.fake_stack, nullptr, nullptr);
 }
 
 /* The scheduler runs the current fiber up to its next barrier or its end. */
 void resume_current()
 {
-    if (!FAST_SWITCH)
-        swapcontext(&scheduler, &fibers[current].context);
-    else if (!_setjmp(scheduler_resume_point))
-        enter_current();
+    fiber &f = fibers[current];
+    asan_start_switch(&scheduler_fake_stack, f.stack.data(), f.stack.size());
+#if SY_EMU_STACK_SWITCH
+    sy_emu_switch_stack(&scheduler_sp, f.sp);
+#else
+    swapcontext(&scheduler, &f.context);
+#endif
+    asan_finish_switch(scheduler_fake_stack, nullptr, nullptr);
 }
 
+/* Where a fiber starts, on its first switch in; it never returns. */
 void fiber_entry()
 {
+    asan_finish_switch(nullptr, &scheduler_stack_bottom, &scheduler_stack_size);
     for (;;) {
         (*kernel_body)();
         fibers[current].state = DONE;
@@ -264,6 +315,21 @@ static void emu_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, d
     sy_emu_syncwarp();
 }
 
+#if SY_EMU_STACK_SWITCH
+/* A fiber's first switch in pops six zero registers and "returns" into fiber_entry, whose frame
+ * then sits as if called: the slot above it is its return address (none), 16-byte aligned. */
+static void add_fiber()
+{
+    fiber &f = fibers.emplace_back();
+    f.stack.resize(STACK_BYTES);
+    void **sp = (void **)((uintptr_t)(f.stack.data() + f.stack.size()) & ~(uintptr_t)15);
+    *--sp = nullptr;
+    *--sp = (void *)fiber_entry;
+    for (int i = 0; i < 6; i++)
+        *--sp = nullptr;
+    f.sp = sp;
+}
+#else
 /* No local lives across getcontext, which returns twice. */
 static void add_fiber()
 {
@@ -273,10 +339,10 @@ static void add_fiber()
     ucontext_t &c = fibers.back().context;
     c.uc_stack.ss_sp = fibers.back().stack.data();
     c.uc_stack.ss_size = STACK_BYTES;
-    c.uc_link = &scheduler;
+    c.uc_link = nullptr;
     makecontext(&c, fiber_entry, 0);
-    fibers.back().started = false;
 }
+#endif
 
 void *sy_emu_dynamic_shared(void)
 {

@@ -36,18 +36,6 @@ foreach(warp 32 64)
     INCLUDES ${CMAKE_SOURCE_DIR}/plugins/attn_paged ${CMAKE_SOURCE_DIR}/plugins/rope_yarn
              ${CMAKE_SOURCE_DIR}/tests/attention)
   target_compile_definitions(${target} PRIVATE SY_CHECK_GPU_BACKEND="emu")
-  # Under the sanitizers the emulation runs about twice as slowly and its purpose there is the memory
-  # checks of the kernels' index math and the host code around them: each warp width takes half of
-  # the quick list (the main build runs all of it at both widths).
-  if(SY_SANITIZE)
-    if(warp EQUAL 32)
-      set(_kv_attn_emu_shard 0/2)
-    else()
-      set(_kv_attn_emu_shard 1/2)
-    endif()
-    add_test(NAME ${target} COMMAND ${target} --quick --shard ${_kv_attn_emu_shard})
-  else()
-    add_test(NAME ${target} COMMAND ${target} --quick)
-  endif()
-  set_tests_properties(${target} PROPERTIES TIMEOUT 1500)
+  add_test(NAME ${target} COMMAND ${target} --quick)
+  set_tests_properties(${target} PROPERTIES TIMEOUT 900)
 endforeach()
