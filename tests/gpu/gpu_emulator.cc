@@ -1,7 +1,7 @@
 /* The CPU emulator under the emulated GPU checks (gpu_emulator/vendor.h): a block's threads are
- * fibers (each on its own stack) run in turn up to their next barrier. A block barrier releases when every
- * thread of the block has reached it, a warp barrier (shuffles, __syncwarp and the warp-wide
- * tensor-core instructions exchange through one) when every lane of the warp has (at a warp of
+ * fibers (each on its own stack) run in turn up to their next barrier. A block barrier releases
+ * when every thread of the block has reached it, a warp barrier (shuffles, __syncwarp and the
+ * warp-wide tensor-core instructions exchange through one) when every lane of the warp has (at a warp of
  * 64, every lane that has not left the kernel: a wavefront shuffles among its active lanes; a
  * shuffle that reads a lane that left is reported); a thread that leaves the kernel while others
  * wait at a block barrier is reported (on a GPU that would hang or corrupt shared memory), and so
