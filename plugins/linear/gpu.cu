@@ -24,6 +24,7 @@
  * Every kernel and cuBLAS call is enqueued on the caller's stream; scratch comes from the host
  * API's workspace (cuBLAS included, through cublasSetWorkspace; cublasCreate itself keeps a small
  * allocation of its own for the handle, the one exception). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -194,7 +195,7 @@ extern "C" sy_status sy_linear_gpu_tiled(void *ctx, sy_stream stream, const sy_l
     if (grid_m > 65535)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "linear: M %lld exceeds the tiled kernel's %d rows",
                           (long long)a.M, 65535 * LINEAR_TILE_M);
-    linear_tiled_kernel<<<dim3((unsigned)grid_n, (unsigned)grid_m), LINEAR_THREADS, 0, sy_gpu_stream(stream)>>>(a);
+    SY_GPU_LAUNCH(dim3((unsigned)grid_n, (unsigned)grid_m), LINEAR_THREADS, 0, sy_gpu_stream(stream), linear_tiled_kernel)(a);
     SY_GPU_CHECK_LAUNCH(err, "linear_tiled_kernel");
     return SY_OK;
 }

@@ -22,11 +22,12 @@
  * projections) and odd small ones. Runs without fork: a GPU runtime initialized in a parent is
  * unusable in its forked children.
  *
- * Built with SY_CHECK_EMULATED (check_moe_emu32 / check_moe_emu64), the program links the GPU MoE
- * plugins' ops, their kernels compiled as C++ for tests/gpu's CPU emulator at a warp width of 32
- * (the CUDA build's tensor-core product, on emulated fragments) or 64 (the HIP build's CUDA-core
- * product), and runs the moe cases small enough for it (EMULATED_MOE_WORK) and the route cases
- * against the cpu twins from the build tree: the same checks, on a machine without a GPU. */
+ * Built with SY_CHECK_EMULATED (check_moe_norm_linear_emu32 / _emu64), the program links the GPU
+ * MoE, norm and linear plugins' ops, their kernels compiled as C++ for tests/gpu's CPU emulator at
+ * a warp width of 32 (the CUDA build's tensor-core MoE product, on emulated fragments) or 64 (the
+ * HIP build's CUDA-core product), with the linear as the hip library's tiled kernel (cuBLAS does
+ * not emulate), and runs the cases small enough for it (EMULATED_WORK) against the cpu twins from
+ * the build tree: the same checks, on a machine without a GPU. */
 #include <check.h>
 #include <limits.h>
 #include <math.h>
@@ -181,11 +182,21 @@ static sy_status emu_moe_separated_init(const sy_host_api *host, void **ctx, sy_
     return sy_moe_mxfp4_gpu_init(host, SY_MOE_GATE_UP_SEPARATED, ctx, err);
 }
 
-static const sy_plugin_desc emu_moe[2] = {
+/* plugins/norm_rmsnorm/gpu.cu and plugins/linear/gpu.cu, whose "linear" is the tiled kernel outside
+ * CUDA builds: the hip library's linear. */
+extern const sy_norm_ops sy_norm_rmsnorm_gpu_ops;
+extern const sy_linear_ops sy_linear_gpu_ops;
+sy_status sy_linear_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
+void sy_linear_gpu_fini(void *ctx);
+
+static const sy_plugin_desc emu_plugins[] = {
     {.kind = SY_KIND_MOE, .name = "moe_mxfp4_interleave", .backend = "emu", .ops = &sy_moe_mxfp4_gpu_ops,
      .init = emu_moe_interleave_init, .fini = sy_moe_mxfp4_gpu_fini},
     {.kind = SY_KIND_MOE, .name = "moe_mxfp4_separated", .backend = "emu", .ops = &sy_moe_mxfp4_gpu_ops,
      .init = emu_moe_separated_init, .fini = sy_moe_mxfp4_gpu_fini},
+    {.kind = SY_KIND_NORM, .name = "norm_rmsnorm", .backend = "emu", .ops = &sy_norm_rmsnorm_gpu_ops},
+    {.kind = SY_KIND_LINEAR, .name = "linear", .backend = "emu", .ops = &sy_linear_gpu_ops,
+     .init = sy_linear_gpu_init, .fini = sy_linear_gpu_fini},
 };
 #endif
 
@@ -193,9 +204,9 @@ static const sy_plugin_desc *plugin(int32_t kind, const char *name, const char *
 {
 #ifdef SY_CHECK_EMULATED
     if (strcmp(backend_name, "cpu") != 0) {
-        for (size_t i = 0; i < sizeof emu_moe / sizeof emu_moe[0]; i++)
-            if ((int32_t)emu_moe[i].kind == kind && strcmp(emu_moe[i].name, name) == 0)
-                return &emu_moe[i];
+        for (size_t i = 0; i < sizeof emu_plugins / sizeof emu_plugins[0]; i++)
+            if ((int32_t)emu_plugins[i].kind == kind && strcmp(emu_plugins[i].name, name) == 0)
+                return &emu_plugins[i];
         ck_abort_msg("plugin %s is not built for the emulator", name);
     }
 #endif
@@ -219,6 +230,26 @@ static void plugin_fini(const sy_plugin_desc *d, void *ctx)
 {
     if (d->fini)
         d->fini(ctx);
+}
+
+/* The emulated build runs the cases of at most this much work (multiply-adds, or elements for the
+ * norm): its instructions take nanoseconds and its tensor-core ones microseconds each. */
+#define EMULATED_WORK 3e7
+
+/* Fills `selected` with the indices of the `count` cases this build runs, in order: every case on a
+ * GPU, those whose work(i) is at most EMULATED_WORK on the emulator; returns how many. */
+static int select_cases(int count, double (*work)(int), int *selected)
+{
+#ifdef SY_CHECK_EMULATED
+    const int emulated = 1;
+#else
+    const int emulated = 0;
+#endif
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (!emulated || work(i) <= EMULATED_WORK)
+            selected[n++] = i;
+    return n;
 }
 
 /* One line per comparison, then the assertion. */
@@ -383,7 +414,7 @@ static const moe_case MOE_CASES[] = {
      * row by row; and one whose bound is 2^41. */
     {5, 736, 608, 3, 37, 1, 0.0f, 7.0f, 0},
     {5, 736, 608, 3, 37, 1, 1.702f, 1e6f, 0},
-    /* The shapes above that the emulator cannot afford, at sizes it can (EMULATED_MOE_WORK): padded
+    /* The shapes above that the emulator cannot afford, at sizes it can (EMULATED_WORK): padded
      * rows, the unbounded and the far bound; k = E within one pass, whose 76, 94 and 108 pairs an
      * expert make chunks of 64 and 12, 30 or 44 (the wide product's 8 and 2, 4 or 6 n-tile
      * bodies); and k = E past one pass (8400 pairs, two passes). */
@@ -397,14 +428,13 @@ static const moe_case MOE_CASES[] = {
 };
 enum { MOE_CASE_COUNT = sizeof MOE_CASES / sizeof MOE_CASES[0] };
 
-/* Multiply-adds of a case's forward (w13 and w2 over its routed pairs). The emulated build runs the
- * cases of at most EMULATED_MOE_WORK: its tensor-core instructions take microseconds each. */
-static double moe_case_work(const moe_case *mc)
+/* Multiply-adds of a case's forward (w13 and w2 over its routed pairs). */
+static double moe_case_work(int i)
 {
+    const moe_case *mc = &MOE_CASES[i];
     return 3.0 * mc->T * mc->k * mc->H * mc->I;
 }
-enum { EMULATED_MOE_WORK = 30000000 };
-/* MOE_CASES' indices that this build runs, in order. */
+/* MOE_CASES' indices that this build runs, in order (select_cases). */
 static int moe_selected[MOE_CASE_COUNT], moe_selected_count;
 
 /* The checkpoint's tensors on the device. */
@@ -844,9 +874,17 @@ START_TEST(test_moe_route)
 }
 END_TEST
 
+enum { NORM_CASE_COUNT = sizeof NORM_CASES / sizeof NORM_CASES[0] };
+
+static double norm_case_work(int i)
+{
+    return (double)NORM_CASES[i].rows * NORM_CASES[i].cols;
+}
+static int norm_selected[NORM_CASE_COUNT], norm_selected_count;
+
 START_TEST(test_norm)
 {
-    const norm_case *nc = &NORM_CASES[_i];
+    const norm_case *nc = &NORM_CASES[norm_selected[_i]];
     sy_rng rng = {seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(_i + 1))};
     const int64_t M = nc->rows, N = nc->cols, p = nc->pad > 1 ? nc->pad : 1, nout = (N + p - 1) / p * p;
     const size_t es = sy_dtype_size(nc->dtype);
@@ -1014,9 +1052,17 @@ static void linear_run(const char *name, const linear_case *lc, const void *x, c
     plugin_fini(d, ctx);
 }
 
+enum { LINEAR_CASE_COUNT = sizeof LINEAR_CASES / sizeof LINEAR_CASES[0] };
+
+static double linear_case_work(int i)
+{
+    return (double)LINEAR_CASES[i].M * LINEAR_CASES[i].N * LINEAR_CASES[i].K;
+}
+static int linear_selected[LINEAR_CASE_COUNT], linear_selected_count;
+
 START_TEST(test_linear)
 {
-    const linear_case *lc = &LINEAR_CASES[_i];
+    const linear_case *lc = &LINEAR_CASES[linear_selected[_i]];
     sy_rng rng = {seed ^ (0x94D049BB133111EBull * (uint64_t)(_i + 1))};
     void *x = random_values(&rng, lc->x_dtype, (size_t)(lc->M * lc->ldx), -1.0f, 1.0f);
     void *w = random_values(&rng, lc->w_dtype, (size_t)(lc->N * lc->K), -0.5f, 0.5f);
@@ -1059,15 +1105,15 @@ int main(void)
     open_registry();
     seed = sy_test_seed();
 #ifdef SY_CHECK_EMULATED
-    printf("device: CPU emulator, warp %d (kernels compiled as C++); moe cases of at most %d multiply-adds\n",
-           SY_EMU_WARP_SIZE, (int)EMULATED_MOE_WORK);
+    printf("device: CPU emulator, warp %d (kernels compiled as C++); cases of at most %.0e multiply-adds\n",
+           SY_EMU_WARP_SIZE, EMULATED_WORK);
     const int have_device = 1, emulated = 1;
 #else
     const int have_device = backend_entry->probe_score > 0, emulated = 0;
 #endif
-    for (int i = 0; i < MOE_CASE_COUNT; i++)
-        if (!emulated || moe_case_work(&MOE_CASES[i]) <= EMULATED_MOE_WORK)
-            moe_selected[moe_selected_count++] = i;
+    moe_selected_count = select_cases(MOE_CASE_COUNT, moe_case_work, moe_selected);
+    norm_selected_count = select_cases(NORM_CASE_COUNT, norm_case_work, norm_selected);
+    linear_selected_count = select_cases(LINEAR_CASE_COUNT, linear_case_work, linear_selected);
     Suite *suite = suite_create("gpu_moe_norm_linear_" SY_TEST_GPU_BACKEND);
     if (!emulated) {
         TCase *host = tcase_create("host");
@@ -1077,10 +1123,8 @@ int main(void)
     if (have_device) {
         TCase *device = tcase_create("device");
         tcase_add_checked_fixture(device, device_setup, device_teardown);
-        if (!emulated) {
-            tcase_add_loop_test(device, test_norm, 0, (int)(sizeof NORM_CASES / sizeof NORM_CASES[0]));
-            tcase_add_loop_test(device, test_linear, 0, (int)(sizeof LINEAR_CASES / sizeof LINEAR_CASES[0]));
-        }
+        tcase_add_loop_test(device, test_norm, 0, norm_selected_count);
+        tcase_add_loop_test(device, test_linear, 0, linear_selected_count);
         tcase_add_loop_test(device, test_moe, 0, moe_selected_count);
         tcase_add_loop_test(device, test_moe_route, 0, (int)(sizeof ROUTE_CASES / sizeof ROUTE_CASES[0]));
         suite_add_tcase(suite, device);

@@ -1,9 +1,10 @@
-/* The CPU emulator's stand-in for backends/gpu/vendor.h, first on the include path of the emulated
- * checks (check_kv_attn_emu*, check_moe_emu*), so that the GPU plugins' kernels (written in the
- * portable CUDA dialect) compile as plain C++ and run on the host: each thread of a block is a
- * fiber, a barrier switches between them (gpu_emulator.cc), shuffles exchange through the block, and the
- * warp width is SY_EMU_WARP_SIZE (the build makes one program for 32 and one for 64). Nothing
- * here is fast; it exists to run the kernels' index math against the cpu plugins where no GPU is. */
+/* The CPU emulator's stand-in for backends/gpu/vendor.h, first on the include path of the
+ * emulated checks (check_kv_attn_emu*, check_moe_norm_linear_emu*), so that the GPU plugins'
+ * kernels (written in the portable CUDA dialect) compile as plain C++ and run on the host: each
+ * thread of a block is a fiber, a barrier switches between them (gpu_emulator.cc), shuffles
+ * exchange through the block, and the warp width is SY_EMU_WARP_SIZE (the build makes one program
+ * for 32 and one for 64). It exists to run the kernels' index math against the cpu plugins where
+ * no GPU is, not to be fast. */
 #ifndef SY_VENDOR_H
 #define SY_VENDOR_H
 
