@@ -232,6 +232,11 @@ static void plugin_fini(const sy_plugin_desc *d, void *ctx)
         d->fini(ctx);
 }
 
+#ifdef SY_CHECK_EMULATED
+static const int emulated = 1;
+#else
+static const int emulated = 0;
+#endif
 /* The emulated build runs the cases of at most this much work (multiply-adds, or elements for the
  * norm): its instructions take nanoseconds and its tensor-core ones microseconds each. */
 #define EMULATED_WORK 3e7
@@ -240,11 +245,6 @@ static void plugin_fini(const sy_plugin_desc *d, void *ctx)
  * GPU, those whose work(i) is at most EMULATED_WORK on the emulator; returns how many. */
 static int select_cases(int count, double (*work)(int), int *selected)
 {
-#ifdef SY_CHECK_EMULATED
-    const int emulated = 1;
-#else
-    const int emulated = 0;
-#endif
     int n = 0;
     for (int i = 0; i < count; i++)
         if (!emulated || work(i) <= EMULATED_WORK)
@@ -1107,9 +1107,9 @@ int main(void)
 #ifdef SY_CHECK_EMULATED
     printf("device: CPU emulator, warp %d (kernels compiled as C++); cases of at most %.0e multiply-adds\n",
            SY_EMU_WARP_SIZE, EMULATED_WORK);
-    const int have_device = 1, emulated = 1;
+    const int have_device = 1;
 #else
-    const int have_device = backend_entry->probe_score > 0, emulated = 0;
+    const int have_device = backend_entry->probe_score > 0;
 #endif
     moe_selected_count = select_cases(MOE_CASE_COUNT, moe_case_work, moe_selected);
     norm_selected_count = select_cases(NORM_CASE_COUNT, norm_case_work, norm_selected);

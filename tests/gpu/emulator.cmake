@@ -1,13 +1,14 @@
 # The CPU emulator of the GPU dialect (gpu_emulator.cc, gpu_emulator/vendor.h) and the function
 # that builds a check on it:
 #   sy_add_emulated_gpu_check(<target> <warp 32|64> SOURCES <C sources> GPU_SOURCES <.cu files>
-#                             [INCLUDES <dirs>] [LIBS <libraries>])
+#                             [INCLUDES <dirs>] [LIBS <libraries>] [TEST_ARGS <arguments>])
 # The .cu files are compiled as C++ for the emulator, the C sources as they are; the program gets
 # SY_CHECK_EMULATED, SY_EMU_WARP_SIZE=<warp>, the emulated backend (check_emu_backend.c) and the
-# build tree's plugins folder beside it (tests/), as the GPU checks do.
+# build tree's plugins folder beside it (tests/), as the GPU checks do; ctest runs it with
+# TEST_ARGS.
 enable_language(CXX)
 function(sy_add_emulated_gpu_check target warp)
-  cmake_parse_arguments(E "" "" "SOURCES;GPU_SOURCES;INCLUDES;LIBS" ${ARGN})
+  cmake_parse_arguments(E "" "" "SOURCES;GPU_SOURCES;INCLUDES;LIBS;TEST_ARGS" ${ARGN})
   set(here ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   set_source_files_properties(${E_GPU_SOURCES} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "-xc++")
   add_executable(${target} ${E_SOURCES} ${E_GPU_SOURCES} ${here}/gpu_emulator.cc ${here}/check_emu_backend.c)
@@ -29,4 +30,6 @@ function(sy_add_emulated_gpu_check target warp)
                              SY_PLUGIN_BACKEND_NAME="emu" $<$<COMPILE_LANGUAGE:CXX>:__CUDACC__>)
   target_link_libraries(${target} PRIVATE switchyard sy_testcommon ${E_LIBS} m)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests LINKER_LANGUAGE CXX)
+  add_test(NAME ${target} COMMAND ${target} ${E_TEST_ARGS})
+  set_tests_properties(${target} PROPERTIES TIMEOUT 900)
 endfunction()

@@ -34,8 +34,7 @@ foreach(warp 32 64)
     GPU_SOURCES ${CMAKE_SOURCE_DIR}/plugins/kv_nhd/gpu.cu ${CMAKE_SOURCE_DIR}/plugins/kv_vectorized_5d/gpu.cu
                 ${CMAKE_SOURCE_DIR}/plugins/attn_paged/gpu.cu ${CMAKE_SOURCE_DIR}/plugins/rope_yarn/gpu.cu
     INCLUDES ${CMAKE_SOURCE_DIR}/plugins/attn_paged ${CMAKE_SOURCE_DIR}/plugins/rope_yarn
-             ${CMAKE_SOURCE_DIR}/tests/attention)
+             ${CMAKE_SOURCE_DIR}/tests/attention
+    TEST_ARGS --quick)
   target_compile_definitions(${target} PRIVATE SY_CHECK_GPU_BACKEND="emu")
-  add_test(NAME ${target} COMMAND ${target} --quick)
-  set_tests_properties(${target} PROPERTIES TIMEOUT 900)
 endforeach()

@@ -100,15 +100,10 @@ static inline float __int_as_float(int i)
     return f;
 }
 /* The emulator runs one thread at a time and switches only at barriers: a plain update is atomic. */
-static inline int atomicAdd(int *address, int value)
+template <class T>
+static inline T atomicAdd(T *address, T value)
 {
-    const int old = *address;
-    *address = old + value;
-    return old;
-}
-static inline unsigned atomicAdd(unsigned *address, unsigned value)
-{
-    const unsigned old = *address;
+    const T old = *address;
     *address = old + value;
     return old;
 }
