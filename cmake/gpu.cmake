@@ -74,6 +74,12 @@ if(SY_WITH_CUDA)
   string(REGEX REPLACE "-(real|virtual)" "" _sy_cuda_arch_names "${SY_CUDA_ARCHS}")
   list(TRANSFORM _sy_cuda_arch_names PREPEND "sm_")
   string(REPLACE ";" "," SY_CUDA_ARCHS_TEXT "${_sy_cuda_arch_names}")
+  # Kernels with an sm_90a variant (wgmma) select it at run time where the build has that code.
+  list(FIND _sy_cuda_arch_names "sm_90a" _sy_sm90a)
+  set(SY_CUDA_SM90A_DEFINE "")
+  if(NOT _sy_sm90a EQUAL -1)
+    set(SY_CUDA_SM90A_DEFINE SY_CUDA_SM90A)
+  endif()
 endif()
 
 if(SY_WITH_HIP)
@@ -155,6 +161,7 @@ function(sy_add_gpu_module target vendor)
       CUDA_RUNTIME_LIBRARY Static
       LINKER_LANGUAGE C)
     target_compile_definitions(${target} PRIVATE SY_VENDOR_CUDA SY_GPU_ARCHS="${SY_CUDA_ARCHS_TEXT}"
+      ${SY_CUDA_SM90A_DEFINE}
       SY_GPU_TOOLKIT_VERSION="${CMAKE_CUDA_COMPILER_VERSION}"
       # nvcc's C++ front end does not know C11's _Static_assert, which the ABI headers use.
       $<$<COMPILE_LANGUAGE:CUDA>:_Static_assert=static_assert>)

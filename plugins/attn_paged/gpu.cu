@@ -36,6 +36,7 @@ enum {
 typedef struct attn_paged_gpu_ctx {
     const sy_host_api *host;
     uint32_t multiprocessors;
+    bool prefill_warpgroup; /* the prefill's warpgroup products run on this device */
     void *partials;
     size_t partial_bytes;
 } attn_paged_gpu_ctx;
@@ -73,6 +74,11 @@ extern "C" sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **out,
         return sy_op_fail(err, SY_E_NOMEM, "%s: out of host memory for the context", op);
     ctx->host = host;
     ctx->multiprocessors = info.multiprocessors ? info.multiprocessors : 1;
+#if defined(SY_VENDOR_CUDA)
+    ctx->prefill_warpgroup = sy_attn_gpu_prefill_warpgroup_runs(info.cc_major, info.cc_minor);
+#elif defined(SY_EMU_TENSOR_CORES)
+    ctx->prefill_warpgroup = true; /* emulated as an sm_90a build on an H200 runs it */
+#endif
 #if SY_ATTN_DECODE_WARP_KERNEL
     if ((st = sy_attn_gpu_decode_warp_opt_in(err)) != SY_OK) {
         free(ctx);
@@ -288,7 +294,7 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
     return SY_OK;
 }
 
-#if defined(SY_VENDOR_CUDA)
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
 /* The keys a query row sees on average, as if the B sequences had equal lengths: causal rows (the
  * prefix convention) see the prefix and half their own chunk, a window caps them. */
 static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32_t window)
@@ -338,10 +344,11 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     const size_t io_es = sy_dtype_size(a->q.dtype);
     p.q_vec = sy_gpu_aligned16(a->q.data, io_es, a->q.stride[0], a->q.stride[1]);
     p.out_pairs = sy_gpu_aligned_to(2 * io_es, a->out.data, io_es, a->out.stride[0], a->out.stride[1]);
-#if defined(SY_VENDOR_CUDA)
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
     const bool mma = sy_attn_gpu_prefill_mma_takes(p, a->k.dtype);
     const bool long_rows = sy_attn_gpu_prefill_mma_long(dmax, a->q.dtype, mean_keys(B, Tq, a->k.shape[0], a->causal, a->window),
-                                                        (double)Tq * (double)a->q.shape[1], ctx->multiprocessors);
+                                                        (double)Tq * (double)a->q.shape[1], ctx->multiprocessors,
+                                                        ctx->prefill_warpgroup);
     const uint32_t rows =
         mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype, long_rows) : sy_attn_gpu_prefill_rows(dmax);
 #else
@@ -371,9 +378,9 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     p.queries_per_block = bq;
     p.head_chunks = chunks;
     const dim3 grid((unsigned)tiles, H * chunks);
-#if defined(SY_VENDOR_CUDA)
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
     if (mma) {
-        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, long_rows, grid, sy_gpu_stream(stream), err)) != SY_OK)
+        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, long_rows, ctx->prefill_warpgroup, grid, sy_gpu_stream(stream), err)) != SY_OK)
             return st;
         SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_mma_kernel");
         return SY_OK;
@@ -383,6 +390,15 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_kernel");
     return SY_OK;
 }
+
+#if defined(SY_EMU_TENSOR_CORES)
+/* For tests/gpu's emulated checks, which run the prefill cases that take the warpgroup products
+ * again without them, as devices other than sm_90 run them. */
+extern "C" void sy_attn_paged_gpu_emu_prefill_warpgroup(void *vctx, int on)
+{
+    ((attn_paged_gpu_ctx *)vctx)->prefill_warpgroup = on != 0;
+}
+#endif
 
 SY_GPU_HOST_TABLE(extern "C" const sy_attention_ops sy_attn_paged_gpu_ops = {
                       sizeof(sy_attention_ops), 0, decode_paged, prefill_linear});

@@ -10,9 +10,9 @@
  * ragged batch: the grid covers sum ceil(Lq / queries per block) <= Tq / bq + B tiles, and each
  * block finds its sequence with a block-wide scan of cu_seqlens_q.
  *
- * CUDA cores, f32 accumulation: every K/V dtype and alignment, and the HIP build. CUDA builds run
- * bf16 K/V with aligned rows on tensor cores instead (attn_prefill_gpu_mma.cuh, which shares the
- * query tiles above and the finish). */
+ * CUDA cores, f32 accumulation: every K/V dtype and alignment, and the HIP build. CUDA builds (and
+ * tests/gpu's emulator at warp 32) run bf16 K/V with aligned rows on tensor cores instead
+ * (attn_prefill_gpu_mma.cuh, which shares the query tiles above and the finish). */
 #ifndef SY_ATTN_PREFILL_GPU_CUH
 #define SY_ATTN_PREFILL_GPU_CUH
 
@@ -341,7 +341,7 @@ static inline void sy_attn_gpu_prefill_launch(const sy_attn_gpu_prefill &p, int3
         sy_attn_gpu_prefill_launch_kv<SY_DTYPE_FP8_E4M3>(p, dmax, grid, stream);
 }
 
-#if defined(SY_VENDOR_CUDA)
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
 #include "attn_prefill_gpu_mma.cuh"
 #endif
 

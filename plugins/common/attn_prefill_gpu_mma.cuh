@@ -1,6 +1,7 @@
 /* Prefill attention on NVIDIA tensor cores for bf16 K/V whose rows are 16-byte aligned (CUDA
- * builds; fp8 and f32 K/V, unaligned rows and the HIP build keep the CUDA-core kernel of
- * attn_prefill_gpu.cuh, whose query tiles, block order and row ranges this shares).
+ * builds, and tests/gpu's emulator at warp 32; fp8 and f32 K/V, unaligned rows and the HIP build
+ * keep the CUDA-core kernel of attn_prefill_gpu.cuh, whose query tiles, block order and row
+ * ranges this shares).
  *
  * The flash-attention-2 structure (Dao, "FlashAttention-2", 2023, section 3): a block of 4 warps
  * owns ROWS (query, q head) rows of one KV head, each warp 16 or 32 of them as one or two m-tiles
@@ -20,6 +21,15 @@
  * causal block spans few queries and one K/V tile serves all gc heads. Only tiles that cross a
  * row's [lo, hi) are masked. Two variants (sy_attn_prefill_mma_shape): LONG for rows of many keys,
  * the other for rows of few, whose blocks' fixed cost dominates.
+ *
+ * On an sm_90 device with sm_90a code, LONG runs its products on the warpgroup tensor cores
+ * (wgmma, wgmma_bf16_cuda.cuh; the FlashAttention-3 paper's first step: Shah et al., 2024,
+ * section 3): the block's 4 warps are one warpgroup and its 64 rows one m64 product, S = Q K^T
+ * with q's A fragments from registers and K's tile as the K-major B, O += P V with P's A
+ * fragments packed from S and V's tile as the N-major B; K/V tiles are stored 128-byte swizzled.
+ * The 128-key tile runs as two parts of 64 keys, all four QK products issued at once, so that a
+ * part's softmax overlaps the next part's products: 1 x 8192 1.52-1.60 ms against 2.07-2.09 ms on
+ * mma.sync (H100, one process).
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -45,6 +55,7 @@
 #include "cp_async_cuda.cuh"
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
+#include "wgmma_bf16_cuda.cuh"
 
 /* Rows that see at least this many keys on average take the LONG variant where it exists, if its
  * blocks make at least SY_ATTN_PREFILL_MMA_LONG_WAVES waves. Measured on the H200 (gpt-oss
@@ -57,6 +68,14 @@
 #define SY_ATTN_PREFILL_MMA_LONG_KEYS 2048
 #define SY_ATTN_PREFILL_MMA_LONG_WAVES 2
 
+/* Where the warpgroup products run (sy_attn_gpu_prefill_warpgroup_runs), rows that see at least
+ * this many keys on average take them, in the LONG shape, whatever the waves. Measured (H100, one
+ * process, twice each, against the mma.sync kernels): 1 x 8192 (4096 keys a row) 1.52-1.60 against
+ * 2.07-2.09 ms; 8 x 2048 (1024) 0.99 against 1.14-1.15 ms; the extend chunk (4352 keys, 1.3 waves)
+ * 121 against 144-152 us; but window 128 (about 128 keys) 252-256 / 464 against 205-215 / 406-427
+ * us, where the 64-key mma.sync variant's smaller tiles waste less. 512 lies between. */
+#define SY_ATTN_PREFILL_WARPGROUP_KEYS 512
+
 /* Both variants give a warp one m-tile (16 rows) and keep two tiles in flight. LONG (head dim 64,
  * bf16 q only: elsewhere the registers do not allow it) walks tiles of 128 keys at 3 blocks an SM
  * (168 registers): twice the independent products between two softmax steps, and half the
@@ -65,9 +84,12 @@
  * finish), which dominates rows of few keys, and less of a 64-key window's tiles wasted. Measured
  * and not kept for long rows: two m-tiles a warp (32 rows sharing each K and V fragment, 253
  * registers, 2 blocks an SM, three stages; above). */
-template <int DMAX, bool QPLANES, bool LONG>
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC = false>
 struct sy_attn_prefill_mma_shape {
     static constexpr int DIMS = DMAX;
+    static constexpr bool WARPGROUP = ASYNC;
+    static_assert(!ASYNC || (LONG && DMAX == 64 && SY_ATTN_GPU_THREADS == 128),
+                  "the warpgroup products take one warpgroup a block and K/V rows of one 128-byte swizzle width");
     static constexpr int WARPS = SY_ATTN_GPU_THREADS / 32;
     static constexpr bool SMALL_ROWS = DMAX == 64 && !QPLANES;
     static_assert(!LONG || SMALL_ROWS, "the LONG variant is head dim 64 with bf16 q");
@@ -78,28 +100,46 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int NT = KT / 8;                /* QK n-tiles of 8 keys */
     static constexpr int KS = DMAX / 16;             /* QK k-steps over the head dim */
     static constexpr int DT = DMAX / 8;              /* PV n-tiles of 8 dims */
-    static constexpr int ROW_BYTES = DMAX * 2 + 16;  /* the 16 bytes of pad make ldmatrix's 8 rows hit all banks */
-    static constexpr int TILE_BYTES = KT * ROW_BYTES;
+    /* q's staging rows, and K/V's rows for ldmatrix: the 16 bytes of pad make ldmatrix's 8 rows hit
+     * all banks. The warpgroup products read K/V rows of 128 bytes swizzled instead (the pieces of
+     * 8 rows on 8 different bank groups), from tiles aligned to the swizzle's 1024 bytes. */
+    static constexpr int Q_ROW_BYTES = DMAX * 2 + 16;
+    static constexpr int KV_ROW_BYTES = ASYNC ? DMAX * 2 : DMAX * 2 + 16;
+    static constexpr int TILE_BYTES = KT * KV_ROW_BYTES;
     static constexpr int STAGES = 2;                   /* tiles in flight */
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES; /* a stage: K's tile, then V's */
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int ALIGN_SLACK = ASYNC ? 1024 : 0; /* dynamic shared memory is only 16-byte aligned */
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + ALIGN_SLACK;
     static constexpr int PIECES = KT * DMAX / 8;       /* 16-byte pieces of one tensor's tile */
     static constexpr int PER_THREAD = PIECES / SY_ATTN_GPU_THREADS;
     static constexpr int Q_PLANES = QPLANES ? 2 : 1;   /* q's bf16 tiles: (hi, lo) for f32 */
-    static constexpr int Q_PLANE_BYTES = ROWS * ROW_BYTES;
+    static constexpr int Q_PLANE_BYTES = ROWS * Q_ROW_BYTES;
     static constexpr int Q_PER_THREAD = ROWS * (DMAX / 8) / SY_ATTN_GPU_THREADS; /* 8-dim pieces of q */
     static_assert(PIECES % SY_ATTN_GPU_THREADS == 0 && KS % 2 == 0 && NT % 2 == 0 && DT % 2 == 0, "whole x4 loads");
     static_assert(Q_PLANES * Q_PLANE_BYTES <= STAGE_BYTES && Q_PER_THREAD * SY_ATTN_GPU_THREADS == ROWS * (DMAX / 8),
                   "q's tiles fit one stage, in whole pieces a thread");
+    static_assert(!ASYNC || TILE_BYTES % 1024 == 0, "every K and V tile on a swizzle boundary");
+
+    /* Byte offset of the 16-byte piece `piece` (dims 8 piece ..) of key `key` in a K or V tile. */
+    static SY_DEV constexpr int kv_offset(int key, int piece)
+    {
+        return ASYNC ? sy_wgmma_sw128_offset(key, piece) : key * KV_ROW_BYTES + piece * 16;
+    }
 };
 
-/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, rows that see at least
- * SY_ATTN_PREFILL_MMA_LONG_KEYS keys on average, and rows (queries x q heads) for at least
+/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, and rows that see at least
+ * SY_ATTN_PREFILL_WARPGROUP_KEYS keys on average where the warpgroup products run (`warpgroup`),
+ * else at least SY_ATTN_PREFILL_MMA_LONG_KEYS and rows (queries x q heads) for at least
  * SY_ATTN_PREFILL_MMA_LONG_WAVES waves of its blocks on `sms` multiprocessors. */
-static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys, double rows, uint32_t sms)
+static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys, double rows, uint32_t sms,
+                                                bool warpgroup)
 {
     using L = sy_attn_prefill_mma_shape<64, false, true>;
-    return dmax == 64 && q_dtype != SY_DTYPE_F32 && mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS &&
+    if (dmax != 64 || q_dtype == SY_DTYPE_F32)
+        return false;
+    if (warpgroup)
+        return mean_keys >= SY_ATTN_PREFILL_WARPGROUP_KEYS;
+    return mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS &&
            rows / L::ROWS >= (double)SY_ATTN_PREFILL_MMA_LONG_WAVES * L::MIN_BLOCKS * sms;
 }
 
@@ -129,6 +169,7 @@ template <class S>
 struct sy_attn_prefill_mma_copies {
     static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
     static_assert(KEY_STEP * S::PER_THREAD == S::KT, "a tile's keys in whole steps");
+    static_assert(!S::WARPGROUP || KEY_STEP % 8 == 0, "a thread's pieces share one swizzle row phase");
     const unsigned char *k, *v; /* key 0 of the sequence, this thread's dims */
     int64_t k_row, v_row;       /* bytes from one key to the next */
     int key0, smem;             /* the thread's first key of a tile, and its byte offset in a tile */
@@ -138,7 +179,7 @@ struct sy_attn_prefill_mma_copies {
     {
         const int c = (int)threadIdx.x % PIECES_PER_ROW;
         key0 = (int)threadIdx.x / PIECES_PER_ROW;
-        smem = key0 * S::ROW_BYTES + c * 16;
+        smem = S::kv_offset(key0, c);
         dims_ok = (uint32_t)c * 8u < p.head_dim;
         k_row = p.k_s0 * 2, v_row = p.v_s0 * 2;
         k = (const unsigned char *)p.k + row0 * k_row + ((int64_t)h * p.k_s1 + c * 8) * 2;
@@ -151,7 +192,7 @@ struct sy_attn_prefill_mma_copies {
     {
 #pragma unroll
         for (int i = 0; i < S::PER_THREAD; i++) {
-            const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::ROW_BYTES;
+            const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
             const bool have = key < lim;
             const int64_t row = have ? key : 0;
             sy_cp_async16(k_stage + at, k + row * k_row, have ? 16 : 0);
@@ -162,17 +203,21 @@ struct sy_attn_prefill_mma_copies {
 
 SY_DEV float sy_attn_mma_exp2(float x)
 {
+#if defined(SY_EMU_TENSOR_CORES)
+    return exp2f(x);
+#else
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+#endif
 }
 
-template <int DMAX, bool QPLANES, bool LONG>
-static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>::MIN_BLOCKS)) void
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
+static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>::MIN_BLOCKS)) void
 sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 {
-    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>;
-    extern __shared__ __align__(16) unsigned char sy_prefill_mma_smem[];
+    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
+    SY_GPU_DYNAMIC_SHARED_ALIGNED(unsigned char, sy_prefill_mma_smem, 16);
     __shared__ int span_lo, span_hi, inner_lo, inner_hi;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
 
@@ -226,7 +271,9 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             m[mt][hf] = -INFINITY, l[mt][hf] = 0.0f;
     /* tiles 0 .. STAGES - 2 into their stages, one commit group each (empty past the range), so
      * that tile i is always group i */
-    unsigned char *const ring = sy_prefill_mma_smem;
+    unsigned char *ring = sy_prefill_mma_smem;
+    if constexpr (S::ALIGN_SLACK > 0)
+        ring += (0u - (uint32_t)__cvta_generic_to_shared(ring)) % (uint32_t)S::ALIGN_SLACK;
     const sy_attn_prefill_mma_copies<S> copies(p, h, k_row0);
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
 #pragma unroll
@@ -274,7 +321,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                         hi[e] = sy_mma_pack_bf16x2(x[i][2 * e], x[i][2 * e + 1]); /* exact: x holds bf16 values */
                     hi[e] ^= q_sign, lo[e] ^= q_sign;
                 }
-                unsigned char *const at = q_tile + row[i] * S::ROW_BYTES + piece[i] * 16;
+                unsigned char *const at = q_tile + row[i] * S::Q_ROW_BYTES + piece[i] * 16;
                 sy_st_raw<16>(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
                 if constexpr (QPLANES)
                     sy_st_raw<16>(at + S::Q_PLANE_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
@@ -292,7 +339,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         for (int ks = 0; ks < S::KS; ks++) {
             const int row = warp * 16 * S::MT + 16 * mt + 8 * (mi % 2) + mr;
             const unsigned char *at =
-                ring + (S::STAGES - 1) * S::STAGE_BYTES + row * S::ROW_BYTES + (16 * ks + 8 * (mi / 2)) * 2;
+                ring + (S::STAGES - 1) * S::STAGE_BYTES + row * S::Q_ROW_BYTES + (16 * ks + 8 * (mi / 2)) * 2;
             sy_ldmatrix_x4<false>(q_hi[mt][ks], at);
             if constexpr (QPLANES)
                 sy_ldmatrix_x4<false>(q_lo[mt][ks], at + S::Q_PLANE_BYTES);
@@ -302,6 +349,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
      * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
     for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st = st + 1 == S::STAGES ? 0 : st + 1) {
         sy_cp_async_wait<S::STAGES - 2>(); /* this thread's copies of tile t0 have landed */
+        if constexpr (S::WARPGROUP)
+            sy_fence_proxy_async(); /* ... for the warpgroup products too */
         __syncthreads();
         const int refill = st == 0 ? S::STAGES - 1 : st - 1, ahead = t0 + (S::STAGES - 1) * S::KT;
         if (ahead < last)
@@ -309,50 +358,29 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         sy_cp_async_commit();
         const unsigned char *k_tile = ring + st * S::STAGE_BYTES, *v_tile = k_tile + S::TILE_BYTES;
 
-        float s[S::MT][S::NT][4];
-        sy_mma_zero(s);
-        /* k-steps outermost, so that the 16 products between two of one accumulator's hide the
-         * tensor core's latency (n-tiles outermost chained each accumulator's products back to
-         * back, and warps stalled on them). */
-#pragma unroll
-        for (int ks = 0; ks < S::KS; ks++)
-#pragma unroll
-            for (int np = 0; np < S::NT / 2; np++) {
-                /* matrices: keys 16 np + 8 (mi / 2) .., dims 16 ks + 8 (mi % 2): B of n-tiles 2 np
-                 * (registers 0, 1) and 2 np + 1 (2, 3) */
-                const int key = 16 * np + 8 * (mi / 2) + mr;
-                uint32_t kb[4];
-                sy_ldmatrix_x4<false>(kb, k_tile + key * S::ROW_BYTES + (16 * ks + 8 * (mi % 2)) * 2);
-#pragma unroll
-                for (int mt = 0; mt < S::MT; mt++) {
-                    sy_mma_bf16(s[mt][2 * np], q_hi[mt][ks], kb[0], kb[1]);
-                    sy_mma_bf16(s[mt][2 * np + 1], q_hi[mt][ks], kb[2], kb[3]);
-                    if constexpr (QPLANES) {
-                        sy_mma_bf16(s[mt][2 * np], q_lo[mt][ks], kb[0], kb[1]);
-                        sy_mma_bf16(s[mt][2 * np + 1], q_lo[mt][ks], kb[2], kb[3]);
-                    }
-                }
-            }
+        float s[S::MT][S::NT][4], alpha[S::MT][2];
 
-        /* The online softmax in log2 units: the max over the raw products (the scale is positive),
-         * each probability one FMA and one ex2, masked only where the tile crosses a row's range.
-         * The max and the sum run as two chains each (j = 0, 1), halving their dependent latency.
-         * Instantiated twice, for tiles that cross a row's range and for tiles inside every row's:
+        /* The online softmax in log2 units over n-tiles [N0, N0 + NC) of S: the max over the raw
+         * products (the scale is positive), each probability one FMA and one ex2, masked only where
+         * those keys cross a row's range; alpha gets the factor O's rows are to be rescaled by. The
+         * max and the sum run as two chains each (j = 0, 1), halving their dependent latency.
+         * Instantiated twice, for keys that cross a row's range and for keys inside every row's:
          * the second has no branch, so the compiler interleaves the two half-rows' chains (with a
          * run-time `masked`, each half-row was its own basic block). H200, in one process: 1 x 8192
          * 2.14-2.16 -> 2.08-2.10 ms, 8 x 2048 1.24-1.26 -> 1.15-1.18 ms, window 128 215-219 ->
          * 208-209 / 417-420 -> 402-413 us, the extend chunk 152 -> 147-149 us. Issuing the refill's
          * copies after QK's products instead of before was mixed (8 x 2048 and the extend chunk 2-3%
          * faster, 1 x 8192 2% slower, inside its spread) and is not done. */
-        const auto softmax = [&](auto masked_tag) {
+        const auto softmax_as = [&](auto masked_tag, auto first_tag, auto count_tag) {
             constexpr bool masked = decltype(masked_tag)::value;
+            constexpr int N0 = decltype(first_tag)::value, NC = decltype(count_tag)::value;
 #pragma unroll
             for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-                    for (int nt = 0; nt < S::NT; nt++)
+                    for (int nt = N0; nt < N0 + NC; nt++)
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
                             const int key = t0 + 8 * nt + 2 * c + j;
@@ -366,11 +394,11 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                     /* -inf stays -inf under a zero scale, where the product would be NaN */
                     const float m_new = fmaxf(m[mt][hf], tile_max == -INFINITY ? -INFINITY : tile_max * score_scale);
                     const float base = m_new == -INFINITY ? 0.0f : m_new;
-                    const float alpha = sy_attn_mma_exp2(m[mt][hf] - base);
+                    alpha[mt][hf] = sy_attn_mma_exp2(m[mt][hf] - base);
                     m[mt][hf] = m_new;
                     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-                    for (int nt = 0; nt < S::NT; nt++)
+                    for (int nt = N0; nt < N0 + NC; nt++)
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
                             const float x = s[mt][nt][2 * hf + j];
@@ -380,38 +408,132 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                             s[mt][nt][2 * hf + j] = e;
                             sum[j] += e;
                         }
-                    l[mt][hf] = l[mt][hf] * alpha + (sum[0] + sum[1]);
-#pragma unroll
-                    for (int dt = 0; dt < S::DT; dt++)
-#pragma unroll
-                        for (int j = 0; j < 2; j++)
-                            o[mt][dt][2 * hf + j] *= alpha;
+                    l[mt][hf] = l[mt][hf] * alpha[mt][hf] + (sum[0] + sum[1]);
                 }
         };
-        if (t0 < full_lo || t0 + S::KT > full_hi)
-            softmax(std::true_type{});
-        else
-            softmax(std::false_type{});
-#pragma unroll
-        for (int kk = 0; kk < S::KT / 16; kk++) {
-            /* P's A fragments of key k-step kk: n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3). */
-            uint32_t pa[S::MT][4];
+        const auto softmax = [&](auto first_tag, auto count_tag) {
+            const int k0 = t0 + 8 * decltype(first_tag)::value, k1 = k0 + 8 * decltype(count_tag)::value;
+            if (k0 < full_lo || k1 > full_hi)
+                softmax_as(std::true_type{}, first_tag, count_tag);
+            else
+                softmax_as(std::false_type{}, first_tag, count_tag);
+        };
+        const auto rescale_o = [&] {
 #pragma unroll
             for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const float *e = s[mt][2 * kk + j / 2] + 2 * (j % 2);
-                    pa[mt][j] = sy_mma_pack_bf16x2(e[0], e[1]);
+                for (int dt = 0; dt < S::DT; dt++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        o[mt][dt][j] *= alpha[mt][j / 2];
+        };
+
+        if constexpr (S::WARPGROUP) {
+            static_assert(!QPLANES && S::MT == 1 && S::KT % 64 == 0, "one warpgroup product a tile part, bf16 q");
+            /* The tile in parts of 64 keys, each S part its own group of KS products, all issued at
+             * once: part h's softmax runs while part h + 1's QK products do, and its PV products
+             * while part h + 1's softmax does (its exponentials; O's rescale waits for them). The
+             * last part's PV products are waited for before the next tile: its refill overwrites
+             * this V, and its softmax rescales O. */
+            constexpr int PARTS = S::KT / 64, PART_NT = 8;
+            float (&sp)[PARTS][PART_NT][4] = *reinterpret_cast<float (*)[PARTS][PART_NT][4]>(&s[0][0][0]);
+            uint32_t pa[PARTS][4][4]; /* P's A fragments of a part's 4 key k-steps */
+            /* Every hold before a fence pins the instructions that last touched those registers
+             * before it: the compiler moves register arithmetic across asm statements freely (it
+             * placed O's rescale after the fence, and the 64-key variant's products read O
+             * unscaled), and the fence only orders what comes before it. */
+            sy_wgmma_hold(s[0]);
+            sy_wgmma_fence();
+#pragma unroll
+            for (int h = 0; h < PARTS; h++) {
+                const unsigned char *const k_part = k_tile + h * 64 * S::KV_ROW_BYTES;
+                sy_wgmma_m64n64k16<0, false>(sp[h], q_hi[0][0], sy_wgmma_desc_sw128(k_part));
+#pragma unroll
+                for (int ks = 1; ks < S::KS; ks++)
+                    sy_wgmma_m64n64k16<0, true>(sp[h], q_hi[0][ks], sy_wgmma_desc_sw128(k_part + 32 * ks));
+                sy_wgmma_commit();
+            }
+            const auto part = [&](auto part_tag) {
+                constexpr int h = decltype(part_tag)::value;
+                sy_wgmma_wait<h == 0 ? PARTS - 1 : 1>(); /* part h's S */
+                sy_wgmma_hold(sp[h]);
+                softmax(std::integral_constant<int, h * PART_NT>{}, std::integral_constant<int, PART_NT>{});
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const float *e = sp[h][2 * kk + j / 2] + 2 * (j % 2);
+                        pa[h][kk][j] = sy_mma_pack_bf16x2(e[0], e[1]);
+                    }
+                if constexpr (h > 0) {
+                    sy_wgmma_wait<0>(); /* part h - 1's PV */
+                    sy_wgmma_hold(o[0]);
+                    sy_wgmma_hold(pa[h - 1]);
                 }
+                rescale_o();
+                sy_wgmma_hold(o[0]);
+                sy_wgmma_hold(pa[h]);
+                sy_wgmma_fence();
 #pragma unroll
-            for (int dp = 0; dp < S::DT / 2; dp++) {
-                /* matrices: keys 16 kk + 8 (mi % 2) .., dims 16 dp + 8 (mi / 2): B of n-tiles 2 dp and 2 dp + 1 */
-                uint32_t vb[4];
-                sy_ldmatrix_x4<true>(vb, v_tile + (16 * kk + 8 * (mi % 2) + mr) * S::ROW_BYTES + (16 * dp + 8 * (mi / 2)) * 2);
+                for (int kk = 0; kk < 4; kk++)
+                    sy_wgmma_m64n64k16<1, true>(o[0], pa[h][kk],
+                                                sy_wgmma_desc_sw128(v_tile + (64 * h + 16 * kk) * S::KV_ROW_BYTES));
+                sy_wgmma_commit();
+            };
+            part(std::integral_constant<int, 0>{});
+            if constexpr (PARTS > 1)
+                part(std::integral_constant<int, 1>{});
+            static_assert(PARTS <= 2, "parts 0 and 1");
+            sy_wgmma_wait<0>();
+            sy_wgmma_hold(o[0]);
+            sy_wgmma_hold(pa[PARTS - 1]);
+        } else {
+            sy_mma_zero(s);
+            /* k-steps outermost, so that the 16 products between two of one accumulator's hide the
+             * tensor core's latency (n-tiles outermost chained each accumulator's products back to
+             * back, and warps stalled on them). */
 #pragma unroll
-                for (int mt = 0; mt < S::MT; mt++) {
-                    sy_mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
-                    sy_mma_bf16(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+            for (int ks = 0; ks < S::KS; ks++)
+#pragma unroll
+                for (int np = 0; np < S::NT / 2; np++) {
+                    /* matrices: keys 16 np + 8 (mi / 2) .., dims 16 ks + 8 (mi % 2): B of n-tiles 2 np
+                     * (registers 0, 1) and 2 np + 1 (2, 3) */
+                    const int key = 16 * np + 8 * (mi / 2) + mr;
+                    uint32_t kb[4];
+                    sy_ldmatrix_x4<false>(kb, k_tile + key * S::KV_ROW_BYTES + (16 * ks + 8 * (mi % 2)) * 2);
+#pragma unroll
+                    for (int mt = 0; mt < S::MT; mt++) {
+                        sy_mma_bf16(s[mt][2 * np], q_hi[mt][ks], kb[0], kb[1]);
+                        sy_mma_bf16(s[mt][2 * np + 1], q_hi[mt][ks], kb[2], kb[3]);
+                        if constexpr (QPLANES) {
+                            sy_mma_bf16(s[mt][2 * np], q_lo[mt][ks], kb[0], kb[1]);
+                            sy_mma_bf16(s[mt][2 * np + 1], q_lo[mt][ks], kb[2], kb[3]);
+                        }
+                    }
+                }
+            softmax(std::integral_constant<int, 0>{}, std::integral_constant<int, S::NT>{});
+            rescale_o();
+#pragma unroll
+            for (int kk = 0; kk < S::KT / 16; kk++) {
+                /* P's A fragments of key k-step kk: n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3). */
+                uint32_t pa[S::MT][4];
+#pragma unroll
+                for (int mt = 0; mt < S::MT; mt++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const float *e = s[mt][2 * kk + j / 2] + 2 * (j % 2);
+                        pa[mt][j] = sy_mma_pack_bf16x2(e[0], e[1]);
+                    }
+#pragma unroll
+                for (int dp = 0; dp < S::DT / 2; dp++) {
+                    /* matrices: keys 16 kk + 8 (mi % 2) .., dims 16 dp + 8 (mi / 2): B of n-tiles 2 dp and 2 dp + 1 */
+                    uint32_t vb[4];
+                    sy_ldmatrix_x4<true>(vb, v_tile + (16 * kk + 8 * (mi % 2) + mr) * S::KV_ROW_BYTES + (16 * dp + 8 * (mi / 2)) * 2);
+#pragma unroll
+                    for (int mt = 0; mt < S::MT; mt++) {
+                        sy_mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                        sy_mma_bf16(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                    }
                 }
             }
         }
@@ -451,33 +573,57 @@ static inline bool sy_attn_gpu_prefill_mma_takes(const sy_attn_gpu_prefill &p, i
     return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned;
 }
 
-template <int DMAX, bool QPLANES, bool LONG>
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
 static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
                                                    sy_error *err)
 {
-    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG>;
+    using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
         SY_GPU_CHECKF(err,
-                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG>,
+                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES),
                       "for %d bytes of shared memory", S::SMEM_BYTES);
-    sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG><<<grid, SY_ATTN_GPU_THREADS, S::SMEM_BYTES, stream>>>(p);
+    SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, S::SMEM_BYTES, stream,
+                  sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC>)(p);
     return SY_OK;
 }
 
-/* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by. */
+/* Whether this build can run the warpgroup products on a device of compute capability
+ * cc_major.cc_minor: only sm_90a code has them, and only an sm_90 device runs sm_90a code. */
+static inline bool sy_attn_gpu_prefill_warpgroup_runs(uint32_t cc_major, uint32_t cc_minor)
+{
+#if defined(SY_CUDA_SM90A)
+    return cc_major == 9 && cc_minor == 0;
+#else
+    (void)cc_major, (void)cc_minor;
+    return false;
+#endif
+}
+
+/* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;
+ * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where LONG takes the warpgroup
+ * products. The 64-key variant stays on mma.sync: built with the warpgroup products (4 blocks an
+ * SM, 128 registers) it passed on the CPU emulator but gave wrong outputs on an H200 and an H100
+ * (check_kv_attn: rel L2 1.1-1.2 in the 3 cases with rows of several 64-key tiles), not placed;
+ * an f32 q's two bf16 planes do not fit its stage anyway. */
 static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, bool long_rows,
-                                                       dim3 grid, gpuStream_t stream, sy_error *err)
+                                                       bool warpgroup, dim3 grid, gpuStream_t stream, sy_error *err)
 {
     const bool planes = p.c.io_dtype == SY_DTYPE_F32;
+#if defined(SY_CUDA_SM90A) || defined(SY_EMU_TENSOR_CORES)
+    if (long_rows && warpgroup)
+        return sy_attn_gpu_prefill_mma_launch_as<64, false, true, true>(p, grid, stream, err);
+#else
+    (void)warpgroup;
+#endif
     if (long_rows)
-        return sy_attn_gpu_prefill_mma_launch_as<64, false, true>(p, grid, stream, err);
+        return sy_attn_gpu_prefill_mma_launch_as<64, false, true, false>(p, grid, stream, err);
     if (dmax == 64)
-        return planes ? sy_attn_gpu_prefill_mma_launch_as<64, true, false>(p, grid, stream, err)
-                      : sy_attn_gpu_prefill_mma_launch_as<64, false, false>(p, grid, stream, err);
-    return planes ? sy_attn_gpu_prefill_mma_launch_as<128, true, false>(p, grid, stream, err)
-                  : sy_attn_gpu_prefill_mma_launch_as<128, false, false>(p, grid, stream, err);
+        return planes ? sy_attn_gpu_prefill_mma_launch_as<64, true, false, false>(p, grid, stream, err)
+                      : sy_attn_gpu_prefill_mma_launch_as<64, false, false, false>(p, grid, stream, err);
+    return planes ? sy_attn_gpu_prefill_mma_launch_as<128, true, false, false>(p, grid, stream, err)
+                  : sy_attn_gpu_prefill_mma_launch_as<128, false, false, false>(p, grid, stream, err);
 }
 
 #endif

@@ -29,8 +29,10 @@
  * default on a GPU; the emulated build runs --quick unless given --full)
  *
  * Built with SY_CHECK_EMULATED (check_kv_attn_emu32 / _emu64), the program links the plugins' ops
- * directly and runs the GPU kernels, compiled as C++, on the CPU emulator of check_kv_attn_emu.cc
- * at a warp width of 32 or 64: the same cases, on a machine without a GPU. */
+ * directly and runs the GPU kernels, compiled as C++, on the CPU emulator of gpu_emulator.cc
+ * at a warp width of 32 or 64: the same cases, on a machine without a GPU. At 32 the tensor-core
+ * prefill runs too, with the warpgroup products where an H200 takes them, and the cases those take
+ * run again on mma.sync (names ending /mma_sync). */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -190,6 +192,9 @@ sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **ctx, sy_error *
 void sy_attn_paged_gpu_fini(void *ctx);
 sy_status sy_rope_yarn_gpu_init(const sy_host_api *host, void **ctx, sy_error *err);
 void sy_rope_yarn_gpu_fini(void *ctx);
+#if SY_EMU_WARP_SIZE == 32
+void sy_attn_paged_gpu_emu_prefill_warpgroup(void *ctx, int on);
+#endif
 
 #define EMU_DESC(desc_name, plugin_name, ops_table, init_fn, fini_fn)                                  \
     static const sy_plugin_desc desc_name = {.name = plugin_name, .ops = &ops_table, .init = init_fn, \
@@ -1138,12 +1143,13 @@ static double *prefill_reference(const prefill_shape *s, const float *q, int64_t
     return ref;
 }
 
-static void prefill_case(const prefill_shape *s)
+/* variant: appended to the case's name. */
+static void prefill_case(const prefill_shape *s, const char *variant)
 {
-    char name[160];
-    snprintf(name, sizeof name, "attn.prefill/%s/q%s/Hq%uHkv%uD%u/B%u/lq%d+%d/%s/w%d%s%s", tag(s->kv), tag(s->q),
+    char name[176];
+    snprintf(name, sizeof name, "attn.prefill/%s/q%s/Hq%uHkv%uD%u/B%u/lq%d+%d/%s/w%d%s%s%s", tag(s->kv), tag(s->q),
              s->h.hq, s->h.hkv, s->h.d, s->B, s->lq[0], s->prefix[0], s->causal ? "causal" : "full", s->window,
-             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "");
+             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "", variant);
     if (!want(name))
         return;
     int32_t cu_q[5] = {0}, cu_k[5] = {0};
@@ -1248,8 +1254,19 @@ static void prefill_cases(void)
         int64_t work = 0;
         for (uint32_t b = 0; b < shapes[i].B; b++)
             work += (int64_t)shapes[i].lq[b] * (shapes[i].lq[b] + shapes[i].prefix[b]) / 2 * shapes[i].h.hq / 64;
-        if (!quick || (i % 3 == 0 && !(emulated && work > EMULATED_QUICK_WORK)))
-            prefill_case(&shapes[i]);
+        if (!quick || (i % 3 == 0 && !(emulated && work > EMULATED_QUICK_WORK))) {
+            prefill_case(&shapes[i], "");
+#if defined(SY_CHECK_EMULATED) && SY_EMU_WARP_SIZE == 32
+            /* The emulated device runs the warpgroup products (head dim up to 64, bf16 q and K/V
+             * with 16-byte aligned rows) as an H200 does; these cases again as other devices run
+             * them, on mma.sync. */
+            if (shapes[i].kv == BF16 && shapes[i].q == BF16 && shapes[i].h.d <= 64 && !shapes[i].padded) {
+                sy_attn_paged_gpu_emu_prefill_warpgroup(attn.gpu_ctx, 0);
+                prefill_case(&shapes[i], "/mma_sync");
+                sy_attn_paged_gpu_emu_prefill_warpgroup(attn.gpu_ctx, 1);
+            }
+#endif
+        }
     }
 }
 

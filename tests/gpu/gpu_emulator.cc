@@ -6,13 +6,19 @@
  * shuffle that reads a lane that left is reported); a thread that leaves the kernel while others
  * wait at a block barrier is reported (on a GPU that would hang or corrupt shared memory), and so
  * are lanes of one warp waiting at different kinds of barrier.
- * Shared memory is static storage, reused by the blocks, which run one after the other.
+ * Shared memory is static storage, reused by the blocks, which run one after the other. Dynamic
+ * shared memory also has shared addresses (__cvta_generic_to_shared): byte offsets from a
+ * 1024-byte aligned base, as a GPU's shared window is aligned, so that the address bits a kernel
+ * aligns by or a swizzle XORs are those of the GPU.
  *
  * The tensor-core instructions (warp width 32 only) are emulated from the PTX ISA's fragment
  * layouts, so that a kernel's fragment bookkeeping is checked on the CPU: ldmatrix (m8n8 .x4 of
- * 16-bit elements, plain and .trans) and mma.sync m16n8k16 with bf16 inputs and f32 accumulators
- * (products summed in double and rounded once: the hardware's own summation order is not
- * specified, so results agree within f32 rounding). */
+ * 16-bit elements, plain and .trans), mma.sync m16n8k16 with bf16 inputs and f32 accumulators, and
+ * Hopper's wgmma m64nNk16 (bf16, A in registers, B in 128-byte-swizzled shared memory through its
+ * descriptor), which is the m16nNk16 product of each warp's rows, done as the warp's collective.
+ * Products are summed in double and rounded once: the hardware's own summation order is not
+ * specified, so results agree within f32 rounding. wgmma's products complete when issued, so the
+ * emulator does not see a missing wait or fence (the GPU runs do). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +37,7 @@
 #endif
 
 #include <deque>
+#include <new>
 #include <vector>
 
 #include "vendor.h"
@@ -103,13 +110,20 @@ struct fiber {
 
 std::deque<fiber> fibers; /* grows at the end only: its elements stay where they are */
 std::vector<float> exchange;
-/* What the lanes of a warp hand each other for ldmatrix and mma. */
+/* What the lanes of a warp hand each other for ldmatrix, mma and wgmma. */
 std::vector<const void *> exchange_row;
-std::vector<uint32_t> exchange_frag; /* FRAG words a thread */
-enum { FRAG = 10 };
-/* Lanes of each warp that have taken their outputs of the current mma (emu_mma). */
+/* FRAG words a thread: A's fragment (0 .. 3), mma's B fragment or wgmma's descriptor (4, 5), the
+ * accumulators of up to MAX_NT n-tiles, 4 words each (6 ..). */
+std::vector<uint32_t> exchange_frag;
+enum { MAX_NT = 32, FRAG = 6 + 4 * MAX_NT };
+/* Lanes of each warp that have taken their outputs of the current product (warp_product). */
 std::vector<unsigned> mma_readers;
-std::vector<unsigned char> dynamic_shared;
+/* A block's shared memory with a shared address: DYNAMIC_AT bytes (where a block's static
+ * variables would put the dynamic part on a GPU, so that the alignment a kernel does for itself
+ * is done), then the dynamic shared memory. Allocated to the byte, for AddressSanitizer. */
+enum { SHARED_ALIGN = 1024, DYNAMIC_AT = 16 };
+unsigned char *shared_window;
+size_t shared_window_bytes;
 #if SY_EMU_STACK_SWITCH
 void *scheduler_sp;
 #else
@@ -248,7 +262,81 @@ uint16_t sy_emu_f32_to_f16(float x)
     return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(r, 11 - e) - 1024.0);
 }
 
-static void emu_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, double (*value)(uint16_t));
+/* B of a warp's product, [k][n]: filled by the first lane after the barrier, before any switch. */
+static double product_b[16][8 * MAX_NT];
+
+/* One product of a warp, the warp's collective: each lane hands over its A fragment, words w4 and
+ * w5 and (accumulate) its accumulators of nt n-tiles; after the warp barrier the first lane to run
+ * fills product_b (fill_b(warp0, half), which may read every lane's words) and leaves each lane its
+ * outputs, D = A B (+ C), in place of its accumulators, which every lane then takes. */
+template <class FillB>
+static void warp_product(float *d, unsigned nt, const uint32_t a[4], uint32_t w4, uint32_t w5, bool accumulate,
+                         double (*value)(uint16_t), const FillB &fill_b)
+{
+    const auto half = [value](uint32_t word, unsigned h) { return value((uint16_t)(h ? word >> 16 : word & 0xFFFFu)); };
+    const unsigned me = current, lane = me % 32, warp0 = me - lane;
+    uint32_t *mine = &exchange_frag[(size_t)me * FRAG];
+    for (int i = 0; i < 4; i++)
+        mine[i] = a[i];
+    mine[4] = w4;
+    mine[5] = w5;
+    if (accumulate)
+        memcpy(&mine[6], d, sizeof(float) * 4 * nt);
+    sy_emu_syncwarp();
+    unsigned &readers = mma_readers[warp0 / 32];
+    if (readers++ == 0) {
+        fill_b(warp0, half);
+        /* A (16 x 16): lane 4g'+c' holds rows g', g'+8 at columns 2c', 2c'+1 (registers 0, 1) and
+         * 2c'+8, 2c'+9 (2, 3); C and D (16 x 8 an n-tile): rows g', g'+8 at columns 2c', 2c'+1. */
+        double A[16][16];
+        for (unsigned l = 0; l < 32; l++) {
+            const uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
+            const unsigned gl = l / 4, cl = l % 4;
+            for (unsigned h = 0; h < 2; h++) {
+                A[gl][2 * cl + h] = half(f[0], h);
+                A[gl + 8][2 * cl + h] = half(f[1], h);
+                A[gl][2 * cl + 8 + h] = half(f[2], h);
+                A[gl + 8][2 * cl + 8 + h] = half(f[3], h);
+            }
+        }
+        for (unsigned l = 0; l < 32; l++) {
+            uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
+            const unsigned gl = l / 4, cl = l % 4;
+            for (unsigned j = 0; j < nt; j++)
+                for (unsigned r = 0; r < 4; r++) {
+                    const unsigned row = gl + 8 * (r / 2), col = 8 * j + 2 * cl + r % 2;
+                    float c = 0.0f; /* without accumulate, D = A B whatever the registers held */
+                    if (accumulate)
+                        memcpy(&c, &f[6 + 4 * j + r], sizeof c);
+                    double sum = c;
+                    for (unsigned k = 0; k < 16; k++)
+                        sum += A[row][k] * product_b[k][col];
+                    const float out = (float)sum;
+                    memcpy(&f[6 + 4 * j + r], &out, sizeof out);
+                }
+        }
+    }
+    memcpy(d, &mine[6], sizeof(float) * 4 * nt);
+    if (readers == 32)
+        readers = 0;
+    sy_emu_syncwarp();
+}
+
+/* mma.sync m16n8k16: B (16 x 8) from the lanes' fragments, k-rows 2c', 2c'+1 (register 0) and
+ * 2c'+8, 2c'+9 (1) of column g'. */
+static void emu_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, double (*value)(uint16_t))
+{
+    warp_product(d, 1, a, b0, b1, true, value, [](unsigned warp0, const auto &half) {
+        for (unsigned l = 0; l < 32; l++) {
+            const uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
+            const unsigned gl = l / 4, cl = l % 4;
+            for (unsigned h = 0; h < 2; h++) {
+                product_b[2 * cl + h][gl] = half(f[4], h);
+                product_b[2 * cl + 8 + h][gl] = half(f[5], h);
+            }
+        }
+    });
+}
 
 void sy_emu_mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -260,59 +348,84 @@ void sy_emu_mma_f16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
     emu_mma(d, a, b0, b1, f16_value);
 }
 
-static void emu_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, double (*value)(uint16_t))
+/* B (16 x n) of a wgmma from shared memory, per its descriptor (PTX ISA, "Matrix Descriptor
+ * Format" and "Shared Memory Matrix Layout"): start address, leading and stride byte offsets in
+ * 16-byte units at bits 0, 16 and 32, the base offset at 49 and the swizzle mode at 62 (1: 128
+ * bytes, the only one emulated). Before the swizzle, K-major B (trans_b 0) has element (k, n) at
+ * start + (n / 8) SBO + (n % 8) 128 + 2k (k within one 128-byte row; LBO unused), N-major B at
+ * start + (k / 8) SBO + (k % 8) 128 + (n / 64) LBO + 2 (n % 64); the swizzle then XORs bits 4-6
+ * of the shared address with its bits 7-9. */
+static void wgmma_fill_b(uint64_t desc, unsigned n, bool trans_b)
 {
-    const auto half = [value](uint32_t word, unsigned h) { return value((uint16_t)(h ? word >> 16 : word & 0xFFFFu)); };
-    const unsigned me = current, lane = me % 32, warp0 = me - lane;
-    uint32_t *mine = &exchange_frag[(size_t)me * FRAG];
-    for (int i = 0; i < 4; i++) {
-        mine[i] = a[i];
-        memcpy(&mine[6 + i], &d[i], sizeof d[i]);
+    const unsigned mode = (unsigned)(desc >> 62), base_offset = (unsigned)(desc >> 49) & 7u;
+    if (mode != 1 || base_offset != 0) {
+        fprintf(stderr, "emulator: wgmma descriptor 0x%016llx: swizzle mode %u, base offset %u (only the 128-byte "
+                        "swizzle at base offset 0 is emulated)\n", (unsigned long long)desc, mode, base_offset);
+        abort();
     }
-    mine[4] = b0;
-    mine[5] = b1;
-    sy_emu_syncwarp();
-    /* The first lane to run after the barrier computes the warp's tile and leaves each lane its
-     * outputs in its own FRAG words 6 .. 9 (in place of its accumulators, read first). */
-    unsigned &readers = mma_readers[warp0 / 32];
-    if (readers++ == 0) {
-        /* A (16 x 16): lane 4g'+c' holds rows g', g'+8 at columns 2c', 2c'+1 (registers 0, 1) and
-         * 2c'+8, 2c'+9 (2, 3); B (16 x 8): k-rows 2c', 2c'+1 (register 0) and 2c'+8, 2c'+9 (1) of
-         * column g'; C and D (16 x 8): rows g', g'+8 at columns 2c', 2c'+1. */
-        double A[16][16], B[16][8];
-        float C[16][8];
-        for (unsigned l = 0; l < 32; l++) {
-            const uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
-            const unsigned gl = l / 4, cl = l % 4;
-            for (unsigned h = 0; h < 2; h++) {
-                A[gl][2 * cl + h] = half(f[0], h);
-                A[gl + 8][2 * cl + h] = half(f[1], h);
-                A[gl][2 * cl + 8 + h] = half(f[2], h);
-                A[gl + 8][2 * cl + 8 + h] = half(f[3], h);
-                B[2 * cl + h][gl] = half(f[4], h);
-                B[2 * cl + 8 + h][gl] = half(f[5], h);
+    const size_t start = (size_t)(desc & 0x3FFFu) << 4, lbo = (size_t)(desc >> 16 & 0x3FFFu) << 4,
+                 sbo = (size_t)(desc >> 32 & 0x3FFFu) << 4;
+    for (unsigned k = 0; k < 16; k++)
+        for (unsigned j = 0; j < n; j++) {
+            size_t at = trans_b ? start + k / 8 * sbo + k % 8 * 128 + j / 64 * lbo + 2 * (j % 64)
+                                : start + j / 8 * sbo + j % 8 * 128 + 2 * k;
+            at ^= (at >> 7 & 7u) << 4;
+            if (at + 2 > shared_window_bytes) {
+                fprintf(stderr, "emulator: wgmma descriptor 0x%016llx reads element (k %u, n %u) at shared address %zu, "
+                                "past the %zu bytes of shared memory\n", (unsigned long long)desc, k, j, at,
+                        shared_window_bytes);
+                abort();
             }
-            for (unsigned r = 0; r < 4; r++)
-                memcpy(&C[gl + 8 * (r / 2)][2 * cl + r % 2], &f[6 + r], sizeof(float));
+            uint16_t h;
+            memcpy(&h, shared_window + at, sizeof h);
+            product_b[k][j] = bf16_value(h);
         }
-        for (unsigned l = 0; l < 32; l++) {
-            uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
-            const unsigned gl = l / 4, cl = l % 4;
-            for (unsigned r = 0; r < 4; r++) {
-                const unsigned row = gl + 8 * (r / 2), col = 2 * cl + r % 2;
-                double sum = C[row][col];
-                for (unsigned k = 0; k < 16; k++)
-                    sum += A[row][k] * B[k][col];
-                const float out = (float)sum;
-                memcpy(&f[6 + r], &out, sizeof out);
-            }
-        }
+}
+
+void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate)
+{
+    if (n % 8 != 0 || n < 8 || n > 8 * MAX_NT) {
+        fprintf(stderr, "emulator: wgmma with n %u\n", n);
+        abort();
     }
-    for (int i = 0; i < 4; i++)
-        memcpy(&d[i], &mine[6 + i], sizeof d[i]);
-    if (readers == 32)
-        readers = 0;
+    warp_product(d, n / 8, a, (uint32_t)b_desc, (uint32_t)(b_desc >> 32), accumulate, bf16_value,
+                 [n, trans_b](unsigned warp0, const auto &) {
+                     /* The descriptor is the warpgroup's: every lane must give the same. */
+                     const uint32_t *f0 = &exchange_frag[(size_t)warp0 * FRAG];
+                     for (unsigned l = 1; l < 32; l++) {
+                         const uint32_t *f = &exchange_frag[(size_t)(warp0 + l) * FRAG];
+                         if (f[4] != f0[4] || f[5] != f0[5]) {
+                             fprintf(stderr, "emulator: wgmma: lanes 0 and %u of a warp give different descriptors\n",
+                                     l);
+                             abort();
+                         }
+                     }
+                     wgmma_fill_b((uint64_t)f0[5] << 32 | f0[4], n, trans_b);
+                 });
+}
+
+void sy_emu_whole_warp(unsigned mask)
+{
+    if (mask != 0xFFFFFFFFu) {
+        fprintf(stderr, "emulator: a warp intrinsic over mask 0x%08x (only whole warps are emulated)\n", mask);
+        abort();
+    }
+}
+
+long long sy_emu_reduce_sync(unsigned mask, long long value, bool max)
+{
+    sy_emu_whole_warp(mask);
+    const unsigned me = current, warp0 = me - me % 32;
+    memcpy(&exchange_frag[(size_t)me * FRAG], &value, sizeof value);
     sy_emu_syncwarp();
+    long long r = value;
+    for (unsigned l = 0; l < 32; l++) {
+        long long x;
+        memcpy(&x, &exchange_frag[(size_t)(warp0 + l) * FRAG], sizeof x);
+        r = max ? (x > r ? x : r) : (x < r ? x : r);
+    }
+    sy_emu_syncwarp();
+    return r;
 }
 
 #if SY_EMU_STACK_SWITCH
@@ -346,7 +459,18 @@ static void add_fiber()
 
 void *sy_emu_dynamic_shared(void)
 {
-    return dynamic_shared.data();
+    return shared_window + DYNAMIC_AT;
+}
+
+size_t sy_emu_shared_address(const void *p)
+{
+    const unsigned char *const at = (const unsigned char *)p;
+    if (at < shared_window || at > shared_window + shared_window_bytes) {
+        fprintf(stderr, "emulator: __cvta_generic_to_shared of %p, outside the dynamic shared memory (only it has a "
+                        "shared address here)\n", p);
+        abort();
+    }
+    return (size_t)(at - shared_window);
 }
 
 void sy_emu::run(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()> &body)
@@ -360,7 +484,11 @@ void sy_emu::run(dim3 grid, dim3 block, size_t shared_bytes, const std::function
         exchange_row.resize(n);
         exchange_frag.resize((size_t)n * FRAG);
     }
-    dynamic_shared.assign(shared_bytes + 16, 0xFF);
+    if (shared_window)
+        ::operator delete(shared_window, std::align_val_t(SHARED_ALIGN));
+    shared_window_bytes = DYNAMIC_AT + shared_bytes + 16;
+    shared_window = (unsigned char *)::operator new(shared_window_bytes, std::align_val_t(SHARED_ALIGN));
+    memset(shared_window, 0xFF, shared_window_bytes);
     kernel_body = &body;
     sy_emu_block_dim = block;
     sy_emu_grid_dim = grid;

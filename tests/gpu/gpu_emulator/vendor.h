@@ -107,6 +107,37 @@ static inline T atomicAdd(T *address, T value)
     *address = old + value;
     return old;
 }
+template <class T>
+static inline T atomicMin(T *address, T value)
+{
+    const T old = *address;
+    *address = value < old ? value : old;
+    return old;
+}
+template <class T>
+static inline T atomicMax(T *address, T value)
+{
+    const T old = *address;
+    *address = value > old ? value : old;
+    return old;
+}
+/* CUDA's integer min and max, plain functions in its dialect. */
+static inline int min(int a, int b)
+{
+    return a < b ? a : b;
+}
+static inline unsigned min(unsigned a, unsigned b)
+{
+    return a < b ? a : b;
+}
+static inline int max(int a, int b)
+{
+    return a > b ? a : b;
+}
+static inline unsigned max(unsigned a, unsigned b)
+{
+    return a > b ? a : b;
+}
 /* Built with -ffp-contract=off: plain operations round on their own, as these must. */
 static inline float __fmul_rn(float a, float b)
 {
@@ -131,15 +162,21 @@ void sy_emu_syncthreads(void);
 void sy_emu_syncwarp(void);
 float sy_emu_shfl_xor(float value, int lane_mask);
 void *sy_emu_dynamic_shared(void);
+size_t sy_emu_shared_address(const void *p);
 #define __syncthreads() sy_emu_syncthreads()
 #define SY_WARP_SIZE SY_EMU_WARP_SIZE
 #define sy_shfl_xor(value, lane_mask) sy_emu_shfl_xor((value), (lane_mask))
 #define sy_syncwarp() sy_emu_syncwarp()
 #define SY_GPU_DYNAMIC_SHARED(type, name) type *name = (type *)sy_emu_dynamic_shared()
-/* The emulated dynamic shared memory comes from operator new: 16-byte aligned. */
+/* The emulated dynamic shared memory starts 16 bytes past a 1024-byte boundary (gpu_emulator.cc). */
 #define SY_GPU_DYNAMIC_SHARED_ALIGNED(type, name, bytes) \
     static_assert((bytes) <= 16, "the emulator aligns dynamic shared memory to 16 bytes"); \
     type *name = (type *)sy_emu_dynamic_shared()
+/* The shared address of a pointer into the dynamic shared memory, with a GPU's alignment. */
+static inline size_t __cvta_generic_to_shared(const void *p)
+{
+    return sy_emu_shared_address(p);
+}
 #define __syncwarp() sy_emu_syncwarp()
 /* The CUDA opt-in past 48 KB of dynamic shared memory: the emulator has no such limit. */
 #define cudaFuncAttributeMaxDynamicSharedMemorySize 0
@@ -171,6 +208,33 @@ void sy_emu_ldmatrix_x4(uint32_t r[4], const void *row, bool trans);
 void sy_emu_mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 void sy_emu_mma_f16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 uint16_t sy_emu_f32_to_f16(float x); /* rounded to nearest even */
+/* wgmma m64nNk16 with bf16 inputs (wgmma_bf16_cuda.cuh): this warp's 16 rows, d its n / 8
+ * accumulator fragments. */
+void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate);
+/* CUDA's intrinsics over the lanes of a mask, which the emulator takes whole warps for. */
+void sy_emu_whole_warp(unsigned mask);
+static inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask)
+{
+    sy_emu_whole_warp(mask);
+    return sy_emu_shfl_xor(value, lane_mask);
+}
+long long sy_emu_reduce_sync(unsigned mask, long long value, bool max);
+static inline int __reduce_min_sync(unsigned mask, int value)
+{
+    return (int)sy_emu_reduce_sync(mask, value, false);
+}
+static inline int __reduce_max_sync(unsigned mask, int value)
+{
+    return (int)sy_emu_reduce_sync(mask, value, true);
+}
+static inline unsigned __reduce_min_sync(unsigned mask, unsigned value)
+{
+    return (unsigned)sy_emu_reduce_sync(mask, value, false);
+}
+static inline unsigned __reduce_max_sync(unsigned mask, unsigned value)
+{
+    return (unsigned)sy_emu_reduce_sync(mask, value, true);
+}
 #endif
 
 namespace sy_emu {

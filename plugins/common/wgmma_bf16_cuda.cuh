@@ -1,0 +1,151 @@
+/* bf16 products on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a only), for the CUDA
+ * kernels that have a variant for them. A warpgroup (4 warps, 128 threads) computes one 64 x N x 16
+ * product with A in registers and B in shared memory; the instruction returns at once and the
+ * accumulators are written when the group it was committed with is waited for.
+ *
+ * Fragments (PTX ISA, "Register Fragments" of wgmma .m64nNk16): warp w of the group holds rows
+ * 16w .. 16w + 15, and within them the layouts of mma.sync m16n8k16 (mma_bf16_cuda.cuh): A as its
+ * A fragment; the f32 accumulator as its C fragments of n-tiles 0 .. N/8 - 1 side by side, d[j] of
+ * n-tile j. So a kernel's mma.sync m-tile of 16 rows a warp maps onto one wgmma a warpgroup.
+ *
+ * B in shared memory (PTX ISA, "Shared Memory Matrix Layout", 128-byte swizzle): rows of exactly
+ * 128 bytes, the 16-byte piece p of row r stored at piece p ^ (r % 8), the tile 1024-byte aligned.
+ * K-major B (rows along N, K contiguous: a K tile of [key][64 dims] for S = Q K^T) steps k by 32
+ * bytes within the rows; N-major B (rows along K, N contiguous: a V tile of [key][64 dims] for
+ * O = P V, transposed) steps k by 16 rows. In both, the descriptor's stride byte offset is the
+ * 1024 bytes from one group of 8 rows to the next, and the leading byte offset is unused (one
+ * swizzle width along K, or along an N of 64).
+ *
+ * Ordering: wgmma reads shared memory through the async proxy, so data a thread wrote there
+ * (st.shared or cp.async) needs sy_fence_proxy_async() before the barrier that publishes it.
+ * Registers: sy_wgmma_fence() before the first product of a batch (after other instructions wrote
+ * its accumulators or A fragments), sy_wgmma_commit() after the last, sy_wgmma_wait<0>() before
+ * reading the results. The compiler knows none of this and moves register arithmetic across asm
+ * statements, so sy_wgmma_hold() pins the registers a batch touches on both sides: before the
+ * fence (the writes of its accumulators and A fragments land before it) and after the wait (no
+ * accumulator is read, nor an A register reused, before it).
+ *
+ * tests/gpu's CPU emulator (SY_EMU_TENSOR_CORES) supplies the products, from these layouts; each
+ * completes when issued, so fences, commits and waits are nothing there. */
+#ifndef SY_WGMMA_BF16_CUDA_CUH
+#define SY_WGMMA_BF16_CUDA_CUH
+
+#include <stdint.h>
+
+#include <type_traits>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SY_WGMMA_DEVICE 1
+#else
+#define SY_WGMMA_DEVICE 0
+#endif
+
+/* The descriptor of a 128-byte-swizzled operand at `tile` (PTX ISA, "Matrix Descriptor Format"):
+ * start address, leading and stride byte offsets in 16-byte units at bits 0, 16 and 32, the
+ * swizzle mode at bits 62-63 (1: 128 bytes). */
+static __device__ __forceinline__ uint64_t sy_wgmma_desc_sw128(const void *tile)
+{
+    const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile);
+    return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)1u << 16 | (uint64_t)(1024u >> 4) << 32 | (uint64_t)1u << 62;
+}
+
+/* Byte offset of 16-byte piece `piece` of row `row` in a 128-byte-swizzled tile. */
+static __host__ __device__ __forceinline__ constexpr int sy_wgmma_sw128_offset(int row, int piece)
+{
+    return row * 128 + ((piece ^ (row & 7)) << 4);
+}
+
+static __device__ __forceinline__ void sy_wgmma_fence(void)
+{
+#if SY_WGMMA_DEVICE
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void sy_wgmma_commit(void)
+{
+#if SY_WGMMA_DEVICE
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+/* Waits until at most PENDING committed groups of this warpgroup are unfinished. */
+template <int PENDING>
+static __device__ __forceinline__ void sy_wgmma_wait(void)
+{
+#if SY_WGMMA_DEVICE
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+
+/* Makes the compiler treat each register (f32 or 32-bit) as read and written here, by no
+ * instruction. */
+template <class T, int N, int M>
+static __device__ __forceinline__ void sy_wgmma_hold(T (&r)[N][M])
+{
+    static_assert(sizeof(T) == 4, "32-bit registers");
+#if defined(SY_EMU_TENSOR_CORES)
+    (void)r; /* the emulated products are done when issued; and "f" is an x87 register to g++ */
+#else
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int j = 0; j < M; j++) {
+            if constexpr (std::is_same<T, float>::value)
+                asm volatile("" : "+f"(r[i][j])::"memory");
+            else
+                asm volatile("" : "+r"(r[i][j])::"memory");
+        }
+#endif
+}
+
+/* Orders this thread's earlier generic-proxy writes to shared memory (st.shared, cp.async once
+ * waited for) before later async-proxy reads (wgmma) that a barrier makes them visible to. */
+static __device__ __forceinline__ void sy_fence_proxy_async(void)
+{
+#if SY_WGMMA_DEVICE
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+/* d = a b (ACCUMULATE: d += a b) over a 64 x 64 x 16 tile, a in registers, b from shared memory
+ * (TRANS_B: N-major). Without ACCUMULATE d's registers are only written, so the compiler may
+ * reuse them until then. */
+template <int TRANS_B, bool ACCUMULATE>
+static __device__ __forceinline__ void sy_wgmma_m64n64k16(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b)
+{
+#if SY_WGMMA_DEVICE
+#define SY_WGMMA_M64N64K16(acc)                                                                     \
+    asm volatile("{\n.reg .pred p;\n.reg .b32 t;\nmov.b32 t, %37;\nsetp.ne.b32 p, t, 0;\n"          \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "                                  \
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                    \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "                                    \
+                 "{%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"                                              \
+                 : acc(d[0][0]), acc(d[0][1]), acc(d[0][2]), acc(d[0][3]), \
+                   acc(d[1][0]), acc(d[1][1]), acc(d[1][2]), acc(d[1][3]), \
+                   acc(d[2][0]), acc(d[2][1]), acc(d[2][2]), acc(d[2][3]), \
+                   acc(d[3][0]), acc(d[3][1]), acc(d[3][2]), acc(d[3][3]), \
+                   acc(d[4][0]), acc(d[4][1]), acc(d[4][2]), acc(d[4][3]), \
+                   acc(d[5][0]), acc(d[5][1]), acc(d[5][2]), acc(d[5][3]), \
+                   acc(d[6][0]), acc(d[6][1]), acc(d[6][2]), acc(d[6][3]), \
+                   acc(d[7][0]), acc(d[7][1]), acc(d[7][2]), acc(d[7][3]) \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0), "n"(TRANS_B))
+#define SY_WGMMA_READ_WRITE(x) "+f"(x)
+#define SY_WGMMA_WRITE(x) "=f"(x)
+    if constexpr (ACCUMULATE)
+        SY_WGMMA_M64N64K16(SY_WGMMA_READ_WRITE);
+    else
+        SY_WGMMA_M64N64K16(SY_WGMMA_WRITE);
+#undef SY_WGMMA_WRITE
+#undef SY_WGMMA_READ_WRITE
+#undef SY_WGMMA_M64N64K16
+#elif defined(SY_EMU_TENSOR_CORES)
+    sy_emu_wgmma_bf16(&d[0][0], 64, a, b, TRANS_B != 0, ACCUMULATE);
+#else
+    (void)d, (void)a, (void)b;
+    __trap(); /* only the sm_90a kernels call it */
+#endif
+}
+
+
+#endif
