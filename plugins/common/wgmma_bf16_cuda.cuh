@@ -25,8 +25,9 @@
  * fence (the writes of its accumulators and A fragments land before it) and after the wait (no
  * accumulator is read, nor an A register reused, before it).
  *
- * tests/gpu's CPU emulator (SY_EMU_TENSOR_CORES) supplies the products, from these layouts; each
- * completes when issued, so fences, commits and waits are nothing there. */
+ * tests/gpu's CPU emulator (SY_EMU_TENSOR_CORES) supplies the products, from these layouts, and
+ * their groups: a product is done at the wait that retires it, and one whose accumulators or A
+ * fragment change while it is in flight is reported. Fences and holds are nothing there. */
 #ifndef SY_WGMMA_BF16_CUDA_CUH
 #define SY_WGMMA_BF16_CUDA_CUH
 
@@ -66,6 +67,8 @@ static __device__ __forceinline__ void sy_wgmma_commit(void)
 {
 #if SY_WGMMA_DEVICE
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#elif defined(SY_EMU_TENSOR_CORES)
+    sy_emu_wgmma_commit();
 #endif
 }
 
@@ -75,6 +78,8 @@ static __device__ __forceinline__ void sy_wgmma_wait(void)
 {
 #if SY_WGMMA_DEVICE
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+#elif defined(SY_EMU_TENSOR_CORES)
+    sy_emu_wgmma_wait(PENDING);
 #endif
 }
 
@@ -85,7 +90,7 @@ static __device__ __forceinline__ void sy_wgmma_hold(T (&r)[N][M])
 {
     static_assert(sizeof(T) == 4, "32-bit registers");
 #if defined(SY_EMU_TENSOR_CORES)
-    (void)r; /* the emulated products are done when issued; and "f" is an x87 register to g++ */
+    (void)r; /* the emulator tracks the registers itself; and "f" is an x87 register to g++ */
 #else
 #pragma unroll
     for (int i = 0; i < N; i++)

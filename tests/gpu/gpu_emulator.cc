@@ -17,8 +17,13 @@
  * Hopper's wgmma m64nNk16 (bf16, A in registers, B in 128-byte-swizzled shared memory through its
  * descriptor), which is the m16nNk16 product of each warp's rows, done as the warp's collective.
  * Products are summed in double and rounded once: the hardware's own summation order is not
- * specified, so results agree within f32 rounding. wgmma's products complete when issued, so the
- * emulator does not see a missing wait or fence (the GPU runs do). */
+ * specified, so results agree within f32 rounding. wgmma is asynchronous here as on the GPU: a
+ * product is queued when issued and done at the wait_group that retires its group, reading B from
+ * shared memory then and its A and accumulators from where the kernel keeps them; it reports
+ * accumulators or A fragments changed while their product is in flight, a wait with products not
+ * committed, and a thread that ends with products in flight. So a missing wait, a stage refilled
+ * under a product, or a rescale of the accumulators before the wait fails here; what the compiler
+ * does to registers across a fence (which only a GPU run shows) does not. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +102,21 @@ enum { STACK_BYTES = 256 * 1024 };
 #define SY_EMU_STACK_SWITCH 0
 #endif
 
+/* A wgmma issued by a thread and not yet done: where its accumulators and A fragment are, and
+ * what they held when it was issued. */
+struct wgmma_in_flight {
+    float *d;
+    unsigned n;
+    const uint32_t *a_at;
+    uint32_t a[4];
+    uint64_t desc;
+    bool trans_b, accumulate;
+    std::vector<float> d_at_issue; /* empty where another product in flight had d already */
+};
+
 struct fiber {
+    std::vector<wgmma_in_flight> wgmma_open;                 /* issued since the last commit */
+    std::deque<std::vector<wgmma_in_flight>> wgmma_groups; /* committed, oldest first */
 #if SY_EMU_STACK_SWITCH
     void *sp; /* where the fiber waits: its callee-saved registers, then where to go on */
 #else
@@ -181,6 +200,10 @@ void fiber_entry()
     asan_finish_switch(nullptr, &scheduler_stack_bottom, &scheduler_stack_size);
     for (;;) {
         (*kernel_body)();
+        if (!fibers[current].wgmma_open.empty() || !fibers[current].wgmma_groups.empty()) {
+            fprintf(stderr, "emulator: thread %u ends with wgmma products not waited for\n", current);
+            abort();
+        }
         fibers[current].state = DONE;
         to_scheduler(); /* resumed for the next block, of this launch or a later one */
     }
@@ -382,12 +405,8 @@ static void wgmma_fill_b(uint64_t desc, unsigned n, bool trans_b)
         }
 }
 
-void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate)
+static void wgmma_product(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate)
 {
-    if (n % 8 != 0 || n < 8 || n > 8 * MAX_NT) {
-        fprintf(stderr, "emulator: wgmma with n %u\n", n);
-        abort();
-    }
     warp_product(d, n / 8, a, (uint32_t)b_desc, (uint32_t)(b_desc >> 32), accumulate, bf16_value,
                  [n, trans_b](unsigned warp0, const auto &) {
                      /* The descriptor is the warpgroup's: every lane must give the same. */
@@ -402,6 +421,79 @@ void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_des
                      }
                      wgmma_fill_b((uint64_t)f0[5] << 32 | f0[4], n, trans_b);
                  });
+}
+
+void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate)
+{
+    if (n % 8 != 0 || n < 8 || n > 8 * MAX_NT) {
+        fprintf(stderr, "emulator: wgmma with n %u\n", n);
+        abort();
+    }
+    fiber &me = fibers[current];
+    bool d_in_flight = false;
+    for (const wgmma_in_flight &w : me.wgmma_open)
+        d_in_flight |= w.d == d;
+    for (const auto &group : me.wgmma_groups)
+        for (const wgmma_in_flight &w : group)
+            d_in_flight |= w.d == d;
+    wgmma_in_flight w = {d, n, a, {a[0], a[1], a[2], a[3]}, b_desc, trans_b, accumulate, {}};
+    if (!d_in_flight)
+        w.d_at_issue.assign(d, d + n / 2);
+    me.wgmma_open.push_back(std::move(w));
+}
+
+void sy_emu_wgmma_commit(void)
+{
+    fiber &me = fibers[current];
+    me.wgmma_groups.push_back(std::move(me.wgmma_open));
+    me.wgmma_open.clear();
+}
+
+/* Retires the thread's committed groups but the `pending` newest, oldest first. A product's
+ * accumulators must hold, when it is done, what they held at its issue or what the product before
+ * it on them left: anything else is the kernel writing them while the product was in flight
+ * (checked where the emulator knows either; a chain of products split across two waits is
+ * checked up to the split). */
+void sy_emu_wgmma_wait(int pending)
+{
+    fiber &me = fibers[current];
+    if (!me.wgmma_open.empty()) {
+        fprintf(stderr, "emulator: thread %u waits for wgmma groups with %zu products not committed\n", current,
+                me.wgmma_open.size());
+        abort();
+    }
+    /* The accumulators' expected contents, by address, for products in flight. */
+    std::vector<std::pair<float *, std::vector<float>>> expected;
+    const auto expected_of = [&expected](float *d) -> std::vector<float> * {
+        for (auto &e : expected)
+            if (e.first == d)
+                return &e.second;
+        return nullptr;
+    };
+    while (me.wgmma_groups.size() > (size_t)(pending < 0 ? 0 : pending)) {
+        std::vector<wgmma_in_flight> group = std::move(me.wgmma_groups.front());
+        me.wgmma_groups.pop_front();
+        for (const wgmma_in_flight &w : group) {
+            const size_t words = (size_t)w.n / 2;
+            if (memcmp(w.a_at, w.a, sizeof w.a) != 0) {
+                fprintf(stderr, "emulator: thread %u changed a wgmma's A fragment before its wait\n", current);
+                abort();
+            }
+            const std::vector<float> *e = expected_of(w.d);
+            if (!e && !w.d_at_issue.empty())
+                e = &w.d_at_issue;
+            if (e && memcmp(e->data(), w.d, words * sizeof(float)) != 0) {
+                fprintf(stderr, "emulator: thread %u changed a wgmma's accumulators before its wait\n", current);
+                abort();
+            }
+            wgmma_product(w.d, w.n, w.a, w.desc, w.trans_b, w.accumulate);
+            std::vector<float> now(w.d, w.d + words);
+            if (std::vector<float> *e = expected_of(w.d))
+                *e = now;
+            else
+                expected.emplace_back(w.d, now);
+        }
+    }
 }
 
 void sy_emu_whole_warp(unsigned mask)

@@ -211,6 +211,9 @@ uint16_t sy_emu_f32_to_f16(float x); /* rounded to nearest even */
 /* wgmma m64nNk16 with bf16 inputs (wgmma_bf16_cuda.cuh): this warp's 16 rows, d its n / 8
  * accumulator fragments. */
 void sy_emu_wgmma_bf16(float *d, unsigned n, const uint32_t a[4], uint64_t b_desc, bool trans_b, bool accumulate);
+/* wgmma.commit_group and wgmma.wait_group: products are done at the wait that retires them. */
+void sy_emu_wgmma_commit(void);
+void sy_emu_wgmma_wait(int pending);
 /* CUDA's intrinsics over the lanes of a mask, which the emulator takes whole warps for. */
 void sy_emu_whole_warp(unsigned mask);
 static inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask)
