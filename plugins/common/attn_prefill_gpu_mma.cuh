@@ -38,7 +38,7 @@
  * attention bound of the conformance tolerances (4e-3), which every K/V this kernel takes is held
  * to. The denominator sums the unrounded probabilities.
  *
- * Speed (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.02-2.16 ms from run to run,
+ * Speed on mma.sync (H200, gpt-oss shapes, causal with sinks): 1 x 8192 in 2.02-2.16 ms,
  * 255-275 TFLOP/s (LONG; the CUDA-core kernel: 23.8 ms); 8 x 2048 1.27-1.31 ms; window 128:
  * 218-235 us (1 x 8192), 434-436 us (8 x 2048).
  * ncu (1 x 8192, two m-tiles a warp at 2 blocks an SM): each warp waits on its own mma, max and
@@ -604,9 +604,9 @@ static inline bool sy_attn_gpu_prefill_warpgroup_runs(uint32_t cc_major, uint32_
 /* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;
  * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where LONG takes the warpgroup
  * products. The 64-key variant stays on mma.sync: built with the warpgroup products (4 blocks an
- * SM, 128 registers) it passed on the CPU emulator but gave wrong outputs on an H200 and an H100
- * (check_kv_attn: rel L2 1.1-1.2 in the 3 cases with rows of several 64-key tiles), not placed;
- * an f32 q's two bf16 planes do not fit its stage anyway. */
+ * SM, 128 registers) it passed on the CPU emulator, its products asynchronous there too, but gave
+ * wrong outputs on an H200 and an H100 (check_kv_attn: rel L2 1.1-1.2 in the 3 cases with rows of
+ * several 64-key tiles), not placed; an f32 q's two bf16 planes do not fit its stage anyway. */
 static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, bool long_rows,
                                                        bool warpgroup, dim3 grid, gpuStream_t stream, sy_error *err)
 {
