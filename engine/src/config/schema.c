@@ -257,9 +257,12 @@ void sy_schema_allowed(const sy_cfg_key *k, char *buf, size_t len)
  * written 1e-05, not 9.9999997473787516e-06. */
 static void format_float(float v, char *buf, size_t len)
 {
+    if (!buf || len == 0)
+        return;
     for (int digits = 1; digits <= 9; digits++) {
-        snprintf(buf, len, "%.*g", digits, (double)v);
-        if ((float)strtod(buf, NULL) == v)
+        const int n = snprintf(buf, len, "%.*g", digits, (double)v);
+        /* a truncated text reads back as something else at every longer precision too */
+        if (n < 0 || (size_t)n >= len || (float)strtod(buf, NULL) == v)
             return;
     }
 }
