@@ -114,7 +114,7 @@ static void moe(const sy_ref_model *m, const sy_host_layer *L, const double *x, 
     uint32_t E = d->experts, H = d->hidden, I = d->intermediate, K = d->top_k;
     double *logits = calloc(E, sizeof(double)), *h = calloc(2 * I, sizeof(double)), *a = calloc(I, sizeof(double));
     matvec(L->router_w, L->router_b, E, H, x, logits);
-    uint32_t ids[64];
+    uint32_t ids[64] = {0}; /* K >= 1 for every model here; gcc -O3 cannot know */
     int used[1024] = {0};
     for (uint32_t k = 0; k < K; k++) {
         int best = -1;

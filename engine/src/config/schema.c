@@ -253,27 +253,13 @@ void sy_schema_allowed(const sy_cfg_key *k, char *buf, size_t len)
     }
 }
 
-/* Shortest text that reads back as the same float: preset numbers are floats, and 1e-5f should be
- * written 1e-05, not 9.9999997473787516e-06. */
-static void format_float(float v, char *buf, size_t len)
-{
-    if (!buf || len == 0)
-        return;
-    for (int digits = 1; digits <= 9; digits++) {
-        const int n = snprintf(buf, len, "%.*g", digits, (double)v);
-        /* a truncated text reads back as something else at every longer precision too */
-        if (n < 0 || (size_t)n >= len || (float)strtod(buf, NULL) == v)
-            return;
-    }
-}
-
 void sy_schema_dims_field_text(const sy_cfg_key *k, const sy_model_dims *dims, char *text, size_t len)
 {
     const char *field = (const char *)dims + (k->dims_field - 1);
     if (k->type == SY_CFG_FLOAT) {
         float v;
         memcpy(&v, field, sizeof v);
-        format_float(v, text, len);
+        sy_cfg_format_shortest(v, true, text, len);
         return;
     }
     uint32_t v;

@@ -4,6 +4,7 @@
 #ifndef SY_CONFIG_SCHEMA_H
 #define SY_CONFIG_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,7 +80,11 @@ int sy_cfg_parse(const sy_cfg_key *k, const char *text, int quoted, sy_cfg_value
 /* The same for a YAML sequence. */
 int sy_cfg_parse_list(const sy_cfg_key *k, const char *const *items, size_t n, sy_cfg_value *out, char *why,
                       size_t why_len);
-/* Shortest decimal text that reads back as exactly this double. */
+/* The shortest text ("%g" with the fewest digits) that reads back as v, as a double or, with
+ * as_float, as a float: preset numbers are floats, and 1e-5f should be written 1e-05, not
+ * 9.9999997473787516e-06. Cut to len bytes if it must be. */
+void sy_cfg_format_shortest(double v, bool as_float, char *buf, size_t len);
+/* The same as a double. */
 void sy_cfg_format_double(double v, char *buf, size_t len);
 
 /* Model dimensions: the preset's value of a key as text, and the resolved value stored into dims. */

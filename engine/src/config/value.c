@@ -30,13 +30,24 @@ void sy_cfg_value_copy(sy_cfg_value *dst, const sy_cfg_value *src)
         dst->list[i] = sy_strdup(src->list[i]);
 }
 
-void sy_cfg_format_double(double v, char *buf, size_t len)
+void sy_cfg_format_shortest(double v, bool as_float, char *buf, size_t len)
 {
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(buf, len, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v)
+    if (!buf || len == 0)
+        return;
+    for (int digits = 1; digits <= (as_float ? 9 : 17); digits++) {
+        const int n = snprintf(buf, len, "%.*g", digits, v);
+        /* a truncated text reads back as something else at every longer precision too */
+        if (n < 0 || (size_t)n >= len)
+            return;
+        const double back = strtod(buf, NULL);
+        if (as_float ? (float)back == (float)v : back == v)
             return;
     }
+}
+
+void sy_cfg_format_double(double v, char *buf, size_t len)
+{
+    sy_cfg_format_shortest(v, false, buf, len);
 }
 
 static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
