@@ -201,6 +201,18 @@ struct sy_attn_prefill_mma_copies {
     }
 };
 
+/* P's A fragment of key k-step kk from the probabilities in S's accumulators (an m16n8 pair is an
+ * m16k16 A fragment): n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3), rounded to bf16. */
+template <int NT>
+SY_DEV void sy_attn_mma_pack_p(const float (&s)[NT][4], int kk, uint32_t (&pa)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const float *e = s[2 * kk + j / 2] + 2 * (j % 2);
+        pa[j] = sy_mma_pack_bf16x2(e[0], e[1]);
+    }
+}
+
 SY_DEV float sy_attn_mma_exp2(float x)
 {
 #if defined(SY_EMU_TENSOR_CORES)
@@ -429,19 +441,19 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         };
 
         if constexpr (S::WARPGROUP) {
-            static_assert(!QPLANES && S::MT == 1 && S::KT % 64 == 0, "one warpgroup product a tile part, bf16 q");
-            /* The tile in parts of 64 keys, each S part its own group of KS products, all issued at
-             * once: part h's softmax runs while part h + 1's QK products do, and its PV products
-             * while part h + 1's softmax does (its exponentials; O's rescale waits for them). The
-             * last part's PV products are waited for before the next tile: its refill overwrites
-             * this V, and its softmax rescales O. */
-            constexpr int PARTS = S::KT / 64, PART_NT = 8;
+            static_assert(!QPLANES && S::MT == 1 && S::KT == 128, "LONG's tile as two warpgroup parts, bf16 q");
+            /* The tile in two parts of 64 keys, each S part its own group of KS products, both
+             * issued at once: part 0's softmax runs while part 1's QK products do, and its PV
+             * products while part 1's softmax does (its exponentials; O's rescale waits for them).
+             * Part 1's PV products are waited for before the next tile: its refill overwrites this
+             * V, and its softmax rescales O. */
+            constexpr int PARTS = 2, PART_NT = 8;
             float (&sp)[PARTS][PART_NT][4] = *reinterpret_cast<float (*)[PARTS][PART_NT][4]>(&s[0][0][0]);
             uint32_t pa[PARTS][4][4]; /* P's A fragments of a part's 4 key k-steps */
             /* Every hold before a fence pins the instructions that last touched those registers
              * before it: the compiler moves register arithmetic across asm statements freely (it
-             * placed O's rescale after the fence, and the 64-key variant's products read O
-             * unscaled), and the fence only orders what comes before it. */
+             * had placed O's rescale after the fence, where the PTX ISA does not let accumulators
+             * be written), and the fence only orders what comes before it. */
             sy_wgmma_hold(s[0]);
             sy_wgmma_fence();
 #pragma unroll
@@ -455,16 +467,12 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             }
             const auto part = [&](auto part_tag) {
                 constexpr int h = decltype(part_tag)::value;
-                sy_wgmma_wait<h == 0 ? PARTS - 1 : 1>(); /* part h's S */
+                sy_wgmma_wait<1>(); /* part h's S (part 0: part 1's QK may still run; part 1: part 0's PV) */
                 sy_wgmma_hold(sp[h]);
                 softmax(std::integral_constant<int, h * PART_NT>{}, std::integral_constant<int, PART_NT>{});
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        const float *e = sp[h][2 * kk + j / 2] + 2 * (j % 2);
-                        pa[h][kk][j] = sy_mma_pack_bf16x2(e[0], e[1]);
-                    }
+                    sy_attn_mma_pack_p(sp[h], kk, pa[h][kk]);
                 if constexpr (h > 0) {
                     sy_wgmma_wait<0>(); /* part h - 1's PV */
                     sy_wgmma_hold(o[0]);
@@ -481,9 +489,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                 sy_wgmma_commit();
             };
             part(std::integral_constant<int, 0>{});
-            if constexpr (PARTS > 1)
-                part(std::integral_constant<int, 1>{});
-            static_assert(PARTS <= 2, "parts 0 and 1");
+            part(std::integral_constant<int, 1>{});
             sy_wgmma_wait<0>();
             sy_wgmma_hold(o[0]);
             sy_wgmma_hold(pa[PARTS - 1]);
@@ -515,15 +521,10 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             rescale_o();
 #pragma unroll
             for (int kk = 0; kk < S::KT / 16; kk++) {
-                /* P's A fragments of key k-step kk: n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3). */
                 uint32_t pa[S::MT][4];
 #pragma unroll
                 for (int mt = 0; mt < S::MT; mt++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        const float *e = s[mt][2 * kk + j / 2] + 2 * (j % 2);
-                        pa[mt][j] = sy_mma_pack_bf16x2(e[0], e[1]);
-                    }
+                    sy_attn_mma_pack_p(s[mt], kk, pa[mt]);
 #pragma unroll
                 for (int dp = 0; dp < S::DT / 2; dp++) {
                     /* matrices: keys 16 kk + 8 (mi % 2) .., dims 16 dp + 8 (mi / 2): B of n-tiles 2 dp and 2 dp + 1 */
