@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every measurement behind docs/performance.md's results table, in one go on a machine with the GPU:
 # the kernel bench, the PyTorch peers, the gpt-oss-120b decode step (nhd, vectorized_5d, nhd with
-# fuse_pad on; nhd with three q/k/v linears and nhd with bf16 activations beside them; each without
+# fuse_pad on; nhd with three q/k/v linears and nhd with f32 activations beside them; each without
 # and with per-op events), and the correctness checks of the kernels they time (check_kv_attn,
 # check_moe_norm_linear). Outputs are named as bench/results/ names them, for the date of the run:
 #   bench/h200_results.sh BUILD_DIR OUT_DIR [GPU_TAG] [PART]     (GPU_TAG defaults to h200)
@@ -31,13 +31,14 @@ fi
 step_config="$here/../configs/gpt-oss-120b-decode-b128-ctx8192.yaml"
 # variant: name, then its --set overrides of the config.
 variants=("nhd" "vectorized_5d kv_cache.layout=vectorized_5d" "nhd-fuse_pad norm.fuse_pad=on"
-          "nhd-qkv3 linear.fuse_qkv=off" "nhd-bf16act model.dtype=bf16")
+          "nhd-qkv3 linear.fuse_qkv=off" "nhd-f32act model.dtype=f32")
 runs step || variants=()
-for entry in "${variants[@]}"; do
-  read -r variant overrides <<<"$entry"
-  sets=()
-  for kv in $overrides; do sets+=(--set "$kv"); done
-  for per_op in false true; do
+# Every variant without per-op events first: the target rows take those runs.
+for per_op in false true; do
+  for entry in "${variants[@]}"; do
+    read -r variant overrides <<<"$entry"
+    sets=()
+    for kv in $overrides; do sets+=(--set "$kv"); done
     suffix=; [ "$per_op" = true ] && suffix=-per_op
     name="run-gpt-oss-120b-decode-b128-ctx8192-$variant$suffix-cuda-$tag-$day"
     step "$name" "$sy" run "$step_config" --set backend=cuda "${sets[@]}" --set report.per_op="$per_op" \

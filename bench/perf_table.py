@@ -282,8 +282,7 @@ class StepRun:
         text = "%s, %s KV, fuse_pad %s" % (self.layout, self.kv_dtype, self.fuse_pad)
         if self.qkv:
             text += ", " + self.qkv
-        if self.activations != "f32":
-            text += ", %s activations" % self.activations
+        text += ", %s activations" % self.activations
         return text
 
 
