@@ -153,7 +153,7 @@ class TableRows(unittest.TestCase):
         weights, kv = perf_table.step_byte_floor(self.runs[0].resolved)
         self.assertEqual(weights, 148784)
         self.assertEqual(kv, 128 * 128 * (8192 + 2 * 8))
-        r = self.row("gpt-oss-120b decode step", "vectorized_5d, bf16 KV, fuse_pad off")
+        r = self.row("gpt-oss-120b decode step", "vectorized_5d, bf16 KV, fuse_pad off, f32 activations")
         floor_ms = (148784 + 128 * 128 * 8208) / 4000e6
         self.assertEqual(r.measured, "%.2fx" % (0.05 / floor_ms))
         self.assertEqual(r.result, "not met")
@@ -162,7 +162,7 @@ class TableRows(unittest.TestCase):
         # Issue 11: about 24 ms at copy bandwidth; here at the fixture's 4000 GB/s.
         weights, kv = perf_table.step_byte_floor(self.runs[1].resolved)
         self.assertAlmostEqual((weights + kv) / 4000e6, 25.84, delta=0.05)
-        r = self.row("gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
+        r = self.row("gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off, f32 activations")
         self.assertEqual(r.result, "met")
 
     def test_step_target_prefers_runs_without_per_op_events(self):
@@ -178,10 +178,10 @@ class TableRows(unittest.TestCase):
         self.assertTrue(loud.per_op_events)
         self.assertFalse(quiet_run.per_op_events)
         rows = perf_table.build_rows(self.kernels, self.peers, [loud, quiet_run])
-        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
+        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off, f32 activations")
         self.assertEqual(r.ours, "TPOT %.2f ms" % quiet["metrics"]["tpot_median_ms"])
         rows = perf_table.build_rows(self.kernels, self.peers, [loud])
-        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off")
+        r = rows_by(rows, "gpt-oss-120b decode step", "nhd, bf16 KV, fuse_pad off, f32 activations")
         self.assertEqual(r.ours, "TPOT %.2f ms" % doc["metrics"]["tpot_median_ms"])
         lines = "\n".join(perf_table.step_breakdown([loud, quiet_run]))
         self.assertIn("| on |", lines)
@@ -200,7 +200,8 @@ class TableRows(unittest.TestCase):
         runs = [perf_table.StepRun(name, d) for name, d in (("old.json", doc), ("fused.json", fused),
                                                              ("bf16.json", bf16))]
         self.assertEqual([r.label() for r in runs],
-                         ["nhd, bf16 KV, fuse_pad off", "nhd, bf16 KV, fuse_pad off, q/k/v one linear",
+                         ["nhd, bf16 KV, fuse_pad off, f32 activations",
+                          "nhd, bf16 KV, fuse_pad off, q/k/v one linear, f32 activations",
                           "nhd, bf16 KV, fuse_pad off, q/k/v one linear, bf16 activations"])
         rows = perf_table.build_rows(self.kernels, self.peers, runs)
         r = rows_by(rows, "gpt-oss-120b decode step", runs[2].label())
@@ -333,7 +334,7 @@ class Document(unittest.TestCase):
                               "--step", fixture("step-gpt-oss-b4.json")], capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("--quick run", out.stdout)
-        self.assertIn("| vectorized_5d, bf16 KV, fuse_pad off", out.stdout)
+        self.assertIn("| vectorized_5d, bf16 KV, fuse_pad off, f32 activations", out.stdout)
         self.assertIn("| 4 x 256 | on | 20.00 ms | 22.00 ms | 1.50 | 2.50 |", out.stdout)
         self.assertIn("no vectorized_5d run at batch 128 with 8192-token contexts (given: batch 4 x 256)",
                       out.stdout)
