@@ -29,7 +29,8 @@
  * fragments packed from S and V's tile as the N-major B; K/V tiles are stored 128-byte swizzled.
  * The 128-key tile runs as two parts of 64 keys, all four QK products issued at once, so that a
  * part's softmax overlaps the next part's products: 1 x 8192 1.52-1.60 ms against 2.07-2.09 ms on
- * mma.sync (H100, one process).
+ * mma.sync (H100, one process); 1.45 ms since the copies' and descriptors' arithmetic shrank
+ * (sy_attn_prefill_mma_copies).
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -164,14 +165,19 @@ static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, b
  * selected, the copies of a LONG tile took 229 of the 805 instructions of its unmasked path
  * (SASS, sm_90a). H200, in one process: window 128 233 -> 219 us, 8 x 2048 1.28 -> 1.23 ms, the
  * extend chunk 161 -> 154 us; 1 x 8192 (LONG) 2.05-2.17 against 2.16-2.19 ms, inside its spread.
- * An unchecked second form for whole tiles was slower everywhere (its registers spilled). */
+ * An unchecked second form for whole tiles was slower everywhere (its registers spilled). Then the
+ * key's row offset in 32 bits (one wide multiply-add into the pointer; 64-bit strides took three
+ * multiplies and two adds a copy) and the warpgroup products' descriptors as adds to one per tile
+ * (sy_wgmma_desc_advance): the warpgroup kernel's instructions 802 M -> 689 M at 1 x 8192 (ncu),
+ * H100 in one process 1 x 8192 1533-1590 -> 1448 us, 8 x 2048 988 -> 947-972 us, the extend chunk
+ * 121 -> 116 us; 166 -> 162 registers. */
 template <class S>
 struct sy_attn_prefill_mma_copies {
     static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
     static_assert(KEY_STEP * S::PER_THREAD == S::KT, "a tile's keys in whole steps");
     static_assert(!S::WARPGROUP || KEY_STEP % 8 == 0, "a thread's pieces share one swizzle row phase");
     const unsigned char *k, *v; /* key 0 of the sequence, this thread's dims */
-    int64_t k_row, v_row;       /* bytes from one key to the next */
+    uint32_t k_row, v_row;      /* bytes from one key to the next (sy_attn_gpu_prefill_mma_takes) */
     int key0, smem;             /* the thread's first key of a tile, and its byte offset in a tile */
     bool dims_ok;               /* the dims are inside the head (else zeros) */
 
@@ -181,9 +187,9 @@ struct sy_attn_prefill_mma_copies {
         key0 = (int)threadIdx.x / PIECES_PER_ROW;
         smem = S::kv_offset(key0, c);
         dims_ok = (uint32_t)c * 8u < p.head_dim;
-        k_row = p.k_s0 * 2, v_row = p.v_s0 * 2;
-        k = (const unsigned char *)p.k + row0 * k_row + ((int64_t)h * p.k_s1 + c * 8) * 2;
-        v = (const unsigned char *)p.v + row0 * v_row + ((int64_t)h * p.v_s1 + c * 8) * 2;
+        k_row = (uint32_t)(p.k_s0 * 2), v_row = (uint32_t)(p.v_s0 * 2);
+        k = (const unsigned char *)p.k + (row0 * p.k_s0 + (int64_t)h * p.k_s1 + c * 8) * 2;
+        v = (const unsigned char *)p.v + (row0 * p.v_s0 + (int64_t)h * p.v_s1 + c * 8) * 2;
     }
 
     /* The copies of the K and V tile of keys [t0, t0 + KT) into one stage; keys from `lim` on are
@@ -194,7 +200,7 @@ struct sy_attn_prefill_mma_copies {
         for (int i = 0; i < S::PER_THREAD; i++) {
             const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
             const bool have = key < lim;
-            const int64_t row = have ? key : 0;
+            const uint64_t row = have ? (uint32_t)key : 0u; /* 32 x 32 bits: one wide multiply-add */
             sy_cp_async16(k_stage + at, k + row * k_row, have ? 16 : 0);
             sy_cp_async16(v_stage + at, v + row * v_row, have ? 16 : 0);
         }
@@ -454,15 +460,16 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
              * before it: the compiler moves register arithmetic across asm statements freely (it
              * had placed O's rescale after the fence, where the PTX ISA does not let accumulators
              * be written), and the fence only orders what comes before it. */
+            const uint64_t k_desc = sy_wgmma_desc_sw128(k_tile), v_desc = sy_wgmma_desc_sw128(v_tile);
             sy_wgmma_hold(s[0]);
             sy_wgmma_fence();
 #pragma unroll
             for (int h = 0; h < PARTS; h++) {
-                const unsigned char *const k_part = k_tile + h * 64 * S::KV_ROW_BYTES;
-                sy_wgmma_m64n64k16<0, false>(sp[h], q_hi[0][0], sy_wgmma_desc_sw128(k_part));
+                const uint32_t k_part = h * 64 * S::KV_ROW_BYTES;
+                sy_wgmma_m64n64k16<0, false>(sp[h], q_hi[0][0], sy_wgmma_desc_advance(k_desc, k_part));
 #pragma unroll
                 for (int ks = 1; ks < S::KS; ks++)
-                    sy_wgmma_m64n64k16<0, true>(sp[h], q_hi[0][ks], sy_wgmma_desc_sw128(k_part + 32 * ks));
+                    sy_wgmma_m64n64k16<0, true>(sp[h], q_hi[0][ks], sy_wgmma_desc_advance(k_desc, k_part + 32 * ks));
                 sy_wgmma_commit();
             }
             const auto part = [&](auto part_tag) {
@@ -485,7 +492,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++)
                     sy_wgmma_m64n64k16<1, true>(o[0], pa[h][kk],
-                                                sy_wgmma_desc_sw128(v_tile + (64 * h + 16 * kk) * S::KV_ROW_BYTES));
+                                                sy_wgmma_desc_advance(v_desc, (64 * h + 16 * kk) * S::KV_ROW_BYTES));
                 sy_wgmma_commit();
             };
             part(std::integral_constant<int, 0>{});
@@ -568,10 +575,13 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         }
 }
 
-/* Whether the tensor-core kernel takes a call: bf16 K/V with 16-byte aligned rows. */
+/* Whether the tensor-core kernel takes a call: bf16 K/V with 16-byte aligned rows, each row under
+ * 4 GiB from the next (its copies step from key to key in 32 bits). */
 static inline bool sy_attn_gpu_prefill_mma_takes(const sy_attn_gpu_prefill &p, int32_t kv_dtype)
 {
-    return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned;
+    const int64_t row_limit = (int64_t)(UINT32_MAX / 2);
+    return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned && p.k_s0 >= 0 && p.k_s0 <= row_limit &&
+           p.v_s0 >= 0 && p.v_s0 <= row_limit;
 }
 
 template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>

@@ -50,6 +50,14 @@ static __device__ __forceinline__ uint64_t sy_wgmma_desc_sw128(const void *tile)
     return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)1u << 16 | (uint64_t)(1024u >> 4) << 32 | (uint64_t)1u << 62;
 }
 
+/* The descriptor of the operand `bytes` (a multiple of 16) past the one `desc` describes: an add to
+ * the start address field, which cannot carry out of its 14 bits while both lie in shared memory
+ * (under 256 KB). One add where sy_wgmma_desc_sw128 costs four uniform instructions a product. */
+static __device__ __forceinline__ uint64_t sy_wgmma_desc_advance(uint64_t desc, uint32_t bytes)
+{
+    return desc + (bytes >> 4);
+}
+
 /* Byte offset of 16-byte piece `piece` of row `row` in a 128-byte-swizzled tile. */
 static __host__ __device__ __forceinline__ constexpr int sy_wgmma_sw128_offset(int row, int piece)
 {
