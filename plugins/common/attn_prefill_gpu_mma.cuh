@@ -614,10 +614,13 @@ static inline bool sy_attn_gpu_prefill_warpgroup_runs(uint32_t cc_major, uint32_
 
 /* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;
  * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where LONG takes the warpgroup
- * products. The 64-key variant stays on mma.sync: built with the warpgroup products (4 blocks an
- * SM, 128 registers) it passed on the CPU emulator, its products asynchronous there too, but gave
- * wrong outputs on an H200 and an H100 (check_kv_attn: rel L2 1.1-1.2 in the 3 cases with rows of
- * several 64-key tiles), not placed; an f32 q's two bf16 planes do not fit its stage anyway. */
+ * products. The 64-key variant stays on mma.sync: built with the warpgroup products it passes on
+ * the CPU emulator but gives wrong outputs on H200s and H100s wherever a row spans several 64-key
+ * tiles (rel L2 1.1-1.4, at 3 or 4 blocks an SM). Its SASS shows why: q's A fragments, loaded
+ * once before the loop, share registers (R88-R103) with the softmax's temporaries and P's
+ * fragments, so each tile after the first multiplies K by the last tile's P; a compiler hold on
+ * q's fragments before the products did not change that. Run, it took the window-128 rows 12%
+ * faster. An f32 q's two bf16 planes do not fit its stage anyway. */
 static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, bool long_rows,
                                                        bool warpgroup, dim3 grid, gpuStream_t stream, sy_error *err)
 {
