@@ -17,7 +17,8 @@ rounds=${5:-2}
 check=${6:-}
 name=$(basename "$b_lib")
 target=$(find "$build/lib/switchyard/plugins" -name "$name" -type f | head -n 1)
-[ -n "$target" ] || { echo "library_ab: no $name under $build/lib/switchyard/plugins" >&2; exit 2; }
+[ -n "$target" ] || { echo "library_ab: no $name under $build/lib/switchyard/plugins (B_LIBRARY must keep the" \
+  "plugin library's own file name, e.g. a copy in another folder: old/libsy_attn_paged_cuda_device.so)" >&2; exit 2; }
 mkdir -p "$out"
 a_copy="$out/.a-$name"
 cp "$target" "$a_copy"
