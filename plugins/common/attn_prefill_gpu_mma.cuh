@@ -148,6 +148,9 @@ static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, doubl
  * the variant. */
 static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, bool long_rows)
 {
+    /* the grid is sized before the launch picks LONG's products (sy_attn_gpu_prefill_mma_launch) */
+    static_assert(sy_attn_prefill_mma_shape<64, false, true, true>::ROWS == sy_attn_prefill_mma_shape<64, false, true>::ROWS,
+                  "LONG has one block shape on either product");
     if (long_rows)
         return sy_attn_prefill_mma_shape<64, false, true>::ROWS;
     if (q_dtype == SY_DTYPE_F32)
