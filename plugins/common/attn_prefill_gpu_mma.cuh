@@ -22,16 +22,13 @@
  * row's [lo, hi) are masked. Two variants (sy_attn_prefill_mma_shape): LONG for rows of many keys,
  * the other for rows of few, whose blocks' fixed cost dominates.
  *
- * On an sm_90 device with sm_90a code, both variants run their products on the warpgroup tensor
- * cores at head dim 64 with bf16 q (wgmma, wgmma_bf16_cuda.cuh; the FlashAttention-3 paper's
- * first step: Shah et al., 2024, section 3): the block's 4 warps are one warpgroup and its 64 rows
- * one m64 product, S = Q K^T with q's A fragments from registers and K's tile as the K-major B,
- * O += P V with P's A fragments packed from S and V's tile as the N-major B; K/V tiles are stored
- * 128-byte swizzled. LONG's 128-key tile runs as two parts of 64 keys, all four QK products
- * issued at once, so that a part's softmax overlaps the next part's products: 1 x 8192 1.52-1.60
- * ms against 2.07-2.09 ms on mma.sync (H100, one process); 1.45 ms since the copies' and
- * descriptors' arithmetic shrank (sy_attn_prefill_mma_copies). The 64-key variant reads q's A
- * fragments from shared memory again every tile (Q_KEPT, at sy_attn_gpu_prefill_mma_launch).
+ * On an sm_90 device with sm_90a code, calls of head dim 64 with bf16 q run the 64-key variant
+ * with its products on the warpgroup tensor cores, whatever their rows' length (wgmma,
+ * wgmma_bf16_cuda.cuh; the FlashAttention-3 paper's first step: Shah et al., 2024, section 3):
+ * the block's 4 warps are one warpgroup and its 64 rows one m64 product, S = Q K^T with q's A
+ * fragments read from shared memory every tile and K's tile as the K-major B, O += P V with P's A
+ * fragments packed from S and V's tile as the N-major B; K/V tiles are stored 128-byte swizzled
+ * (sy_attn_gpu_prefill_mma_launch has the measurements).
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -70,14 +67,6 @@
 #define SY_ATTN_PREFILL_MMA_LONG_KEYS 2048
 #define SY_ATTN_PREFILL_MMA_LONG_WAVES 2
 
-/* Where the warpgroup products run (sy_attn_gpu_prefill_warpgroup_runs), rows that see at least
- * this many keys on average take them, in the LONG shape, whatever the waves. Measured (H100, one
- * process, twice each, against the mma.sync kernels): 1 x 8192 (4096 keys a row) 1.52-1.60 against
- * 2.07-2.09 ms; 8 x 2048 (1024) 0.99 against 1.14-1.15 ms; the extend chunk (4352 keys, 1.3 waves)
- * 121 against 144-152 us; but window 128 (about 128 keys) 252-256 / 464 against 205-215 / 406-427
- * us, where the 64-key variant's smaller tiles waste less (now on the warpgroup products too, and
- * faster there: below). 512 lies between. */
-#define SY_ATTN_PREFILL_WARPGROUP_KEYS 512
 
 /* Both variants give a warp one m-tile (16 rows) and keep two tiles in flight. LONG (head dim 64,
  * bf16 q only: elsewhere the registers do not allow it) walks tiles of 128 keys at 3 blocks an SM
@@ -91,8 +80,9 @@ template <int DMAX, bool QPLANES, bool LONG, bool ASYNC = false>
 struct sy_attn_prefill_mma_shape {
     static constexpr int DIMS = DMAX;
     static constexpr bool WARPGROUP = ASYNC;
-    static_assert(!ASYNC || (DMAX == 64 && !QPLANES && SY_ATTN_GPU_THREADS == 128),
-                  "the warpgroup products take one warpgroup a block, bf16 q and K/V rows of one 128-byte swizzle width");
+    static_assert(!ASYNC || (!LONG && DMAX == 64 && !QPLANES && SY_ATTN_GPU_THREADS == 128),
+                  "the warpgroup products take the 64-key variant: one warpgroup a block, bf16 q and K/V rows of one "
+                  "128-byte swizzle width");
     static constexpr int WARPS = SY_ATTN_GPU_THREADS / 32;
     static constexpr bool SMALL_ROWS = DMAX == 64 && !QPLANES;
     static_assert(!LONG || SMALL_ROWS, "the LONG variant is head dim 64 with bf16 q");
@@ -112,10 +102,9 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int STAGES = 2;                   /* tiles in flight */
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES; /* a stage: K's tile, then V's */
     static constexpr int ALIGN_SLACK = ASYNC ? 1024 : 0; /* dynamic shared memory is only 16-byte aligned */
-    /* The 64-key tile on the warpgroup products keeps q's tile in shared memory for the call and
-     * reads its A fragments again every tile (Q_KEPT); LONG holds them in registers. */
-    static constexpr bool Q_KEPT = ASYNC && !LONG;
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (Q_KEPT ? ROWS * Q_ROW_BYTES : 0) + ALIGN_SLACK;
+    /* The warpgroup products keep q's tile in shared memory for the call, past the ring, and read
+     * its A fragments again every tile; mma.sync holds them in registers and stages q in the ring. */
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (ASYNC ? ROWS * Q_ROW_BYTES : 0) + ALIGN_SLACK;
     static constexpr int PIECES = KT * DMAX / 8;       /* 16-byte pieces of one tensor's tile */
     static constexpr int PER_THREAD = PIECES / SY_ATTN_GPU_THREADS;
     static constexpr int Q_PLANES = QPLANES ? 2 : 1;   /* q's bf16 tiles: (hi, lo) for f32 */
@@ -133,18 +122,16 @@ struct sy_attn_prefill_mma_shape {
     }
 };
 
-/* Whether a call takes the LONG variant: head dim bucket 64, bf16 q, and rows that see at least
- * SY_ATTN_PREFILL_WARPGROUP_KEYS keys on average where the warpgroup products run (`warpgroup`),
- * else at least SY_ATTN_PREFILL_MMA_LONG_KEYS and rows (queries x q heads) for at least
+/* Whether a call takes the LONG variant: not where the warpgroup products run (`warpgroup`: they
+ * take the 64-key variant); head dim bucket 64, bf16 q, and rows that see at least
+ * SY_ATTN_PREFILL_MMA_LONG_KEYS on average and rows (queries x q heads) for at least
  * SY_ATTN_PREFILL_MMA_LONG_WAVES waves of its blocks on `sms` multiprocessors. */
 static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, double mean_keys, double rows, uint32_t sms,
                                                 bool warpgroup)
 {
     using L = sy_attn_prefill_mma_shape<64, false, true>;
-    if (dmax != 64 || q_dtype == SY_DTYPE_F32)
+    if (warpgroup || dmax != 64 || q_dtype == SY_DTYPE_F32)
         return false;
-    if (warpgroup)
-        return mean_keys >= SY_ATTN_PREFILL_WARPGROUP_KEYS;
     return mean_keys >= SY_ATTN_PREFILL_MMA_LONG_KEYS &&
            rows / L::ROWS >= (double)SY_ATTN_PREFILL_MMA_LONG_WAVES * L::MIN_BLOCKS * sms;
 }
@@ -154,9 +141,8 @@ static inline bool sy_attn_gpu_prefill_mma_long(int dmax, int32_t q_dtype, doubl
 static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, bool long_rows)
 {
     /* the grid is sized before the launch picks a variant's products (sy_attn_gpu_prefill_mma_launch) */
-    static_assert(sy_attn_prefill_mma_shape<64, false, true, true>::ROWS == sy_attn_prefill_mma_shape<64, false, true>::ROWS &&
-                      sy_attn_prefill_mma_shape<64, false, false, true>::ROWS == sy_attn_prefill_mma_shape<64, false, false>::ROWS,
-                  "a variant has one block shape on either product");
+    static_assert(sy_attn_prefill_mma_shape<64, false, false, true>::ROWS == sy_attn_prefill_mma_shape<64, false, false>::ROWS,
+                  "the 64-key variant has one block shape on either product");
     if (long_rows)
         return sy_attn_prefill_mma_shape<64, false, true>::ROWS;
     if (q_dtype == SY_DTYPE_F32)
@@ -177,7 +163,7 @@ static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, b
  * An unchecked second form for whole tiles was slower everywhere (its registers spilled). Then the
  * key's row offset in 32 bits (one wide multiply-add into the pointer; 64-bit strides took three
  * multiplies and two adds a copy) and the warpgroup products' descriptors as adds to one per tile
- * (sy_wgmma_desc_advance): the warpgroup kernel's instructions 802 M -> 689 M at 1 x 8192 (ncu),
+ * (sy_wgmma_desc_advance): the warpgroup kernel's instructions (LONG's, then) 802 M -> 689 M at 1 x 8192 (ncu),
  * H100 in one process 1 x 8192 1533-1590 -> 1448 us, 8 x 2048 988 -> 947-972 us, the extend chunk
  * 121 -> 116 us; 166 -> 162 registers. */
 template <class S>
@@ -319,7 +305,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
     {
         const uint32_t q_sign = p.c.score_scale < 0.0f ? 0x80008000u : 0u;
-        unsigned char *const q_tile = ring + (S::Q_KEPT ? S::STAGES : S::STAGES - 1) * S::STAGE_BYTES;
+        unsigned char *const q_tile = ring + (S::WARPGROUP ? S::STAGES : S::STAGES - 1) * S::STAGE_BYTES;
         /* a thread's pieces in groups whose loads are all in flight at once (f32 pieces in groups
          * of 4, so that a group's 32 values leave room for the rest) */
         constexpr int GROUP = QPLANES && S::Q_PER_THREAD > 4 ? 4 : S::Q_PER_THREAD;
@@ -360,9 +346,10 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     const int mi = lane / 8, mr = lane % 8;
     /* register j of (mt, ks): rows 16 mt + g + 8 (j % 2) of the warp's, dims 16 ks + 2c + 8 (j / 2) */
     uint32_t q_hi[S::MT][S::KS][4], q_lo[QPLANES ? S::MT : 1][QPLANES ? S::KS : 1][4];
+    /* the warpgroup products' q: this lane's ldmatrix row of the kept tile */
     const unsigned char *const q_kept = ring + S::STAGES * S::STAGE_BYTES + (warp * 16 + 8 * (mi % 2) + mr) * S::Q_ROW_BYTES;
 #pragma unroll
-    for (int mt = 0; mt < (S::Q_KEPT ? 0 : S::MT); mt++)
+    for (int mt = 0; mt < (S::WARPGROUP ? 0 : S::MT); mt++)
 #pragma unroll
         for (int ks = 0; ks < S::KS; ks++) {
             const int row = warp * 16 * S::MT + 16 * mt + 8 * (mi % 2) + mr;
@@ -457,78 +444,46 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         };
 
         if constexpr (S::WARPGROUP) {
-            static_assert(!QPLANES && S::MT == 1 && S::KT % 64 == 0, "the tile as warpgroup parts of 64 keys, bf16 q");
-            /* LONG's tile in two parts of 64 keys, each S part its own group of KS products, both
-             * issued at once: part 0's softmax runs while part 1's QK products do, and its PV
-             * products while part 1's softmax does (its exponentials; O's rescale waits for them).
-             * The last part's PV products are waited for before the next tile: its refill
-             * overwrites this V, and its softmax rescales O. */
-            constexpr int PARTS = S::KT / 64, PART_NT = 8;
-            static_assert(PARTS == 1 || PARTS == 2, "one or two parts a tile");
-            uint32_t q_tile_a[S::KS][4]; /* Q_KEPT: q's A fragments, read again for this tile */
-            if constexpr (S::Q_KEPT) {
+            static_assert(!QPLANES && S::MT == 1 && S::KT == 64 && S::NT == 8, "one m64n64 S tile, bf16 q");
+            /* q's A fragments, read again for this tile: held in registers for the call (as mma.sync
+             * holds them), they shared registers with P's fragments (sy_attn_gpu_prefill_mma_launch). */
+            uint32_t qa[S::KS][4], pa[4][4]; /* pa: P's A fragments of the tile's 4 key k-steps */
 #pragma unroll
-                for (int ks = 0; ks < S::KS; ks++)
-                    sy_ldmatrix_x4<false>(q_tile_a[ks], q_kept + (16 * ks + 8 * (mi / 2)) * 2);
-                sy_wgmma_hold(q_tile_a);
-            }
-            const auto q_a = [&](int ks) -> uint32_t (&)[4] {
-                if constexpr (S::Q_KEPT)
-                    return q_tile_a[ks];
-                else
-                    return q_hi[0][ks];
-            };
-            float (&sp)[PARTS][PART_NT][4] = *reinterpret_cast<float (*)[PARTS][PART_NT][4]>(&s[0][0][0]);
-            uint32_t pa[PARTS][4][4]; /* P's A fragments of a part's 4 key k-steps */
+            for (int ks = 0; ks < S::KS; ks++)
+                sy_ldmatrix_x4<false>(qa[ks], q_kept + (16 * ks + 8 * (mi / 2)) * 2);
+            sy_wgmma_hold(qa);
             /* Every hold before a fence pins the instructions that last touched those registers
              * before it: the compiler moves register arithmetic across asm statements freely (it
              * had placed O's rescale after the fence, where the PTX ISA does not let accumulators
-             * be written), and the fence only orders what comes before it. */
+             * be written), and the fence only orders what comes before it. A hold after a wait
+             * keeps the registers the products read (q, P) from being reused before it. */
             const uint64_t k_desc = sy_wgmma_desc_sw128(k_tile), v_desc = sy_wgmma_desc_sw128(v_tile);
             sy_wgmma_hold(s[0]);
             sy_wgmma_fence();
+            sy_wgmma_m64n64k16<0, false>(s[0], qa[0], k_desc);
 #pragma unroll
-            for (int h = 0; h < PARTS; h++) {
-                const uint32_t k_part = h * 64 * S::KV_ROW_BYTES;
-                sy_wgmma_m64n64k16<0, false>(sp[h], q_a(0), sy_wgmma_desc_advance(k_desc, k_part));
+            for (int ks = 1; ks < S::KS; ks++)
+                sy_wgmma_m64n64k16<0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, 32 * ks));
+            sy_wgmma_commit();
+            sy_wgmma_wait<0>();
+            sy_wgmma_hold(s[0]);
+            sy_wgmma_hold(qa);
+            softmax(std::integral_constant<int, 0>{}, std::integral_constant<int, S::NT>{});
 #pragma unroll
-                for (int ks = 1; ks < S::KS; ks++)
-                    sy_wgmma_m64n64k16<0, true>(sp[h], q_a(ks), sy_wgmma_desc_advance(k_desc, k_part + 32 * ks));
-                sy_wgmma_commit();
-            }
-            const auto part = [&](auto part_tag) {
-                constexpr int h = decltype(part_tag)::value;
-                /* part h's S (two parts: part 0's while part 1's QK may still run, part 1's while part
-                 * 0's PV may; one part: nothing else is in flight) */
-                sy_wgmma_wait<PARTS == 1 ? 0 : 1>();
-                sy_wgmma_hold(sp[h]);
-                if constexpr (S::Q_KEPT && h == PARTS - 1)
-                    sy_wgmma_hold(q_tile_a); /* read by the products until now: not free before */
-                softmax(std::integral_constant<int, h * PART_NT>{}, std::integral_constant<int, PART_NT>{});
+            for (int kk = 0; kk < 4; kk++)
+                sy_attn_mma_pack_p(s[0], kk, pa[kk]);
+            rescale_o();
+            sy_wgmma_hold(o[0]);
+            sy_wgmma_hold(pa);
+            sy_wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < 4; kk++)
-                    sy_attn_mma_pack_p(sp[h], kk, pa[h][kk]);
-                if constexpr (h > 0) {
-                    sy_wgmma_wait<0>(); /* part h - 1's PV */
-                    sy_wgmma_hold(o[0]);
-                    sy_wgmma_hold(pa[h - 1]);
-                }
-                rescale_o();
-                sy_wgmma_hold(o[0]);
-                sy_wgmma_hold(pa[h]);
-                sy_wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++)
-                    sy_wgmma_m64n64k16<1, true>(o[0], pa[h][kk],
-                                                sy_wgmma_desc_advance(v_desc, (64 * h + 16 * kk) * S::KV_ROW_BYTES));
-                sy_wgmma_commit();
-            };
-            part(std::integral_constant<int, 0>{});
-            if constexpr (PARTS == 2)
-                part(std::integral_constant<int, 1>{});
+            for (int kk = 0; kk < 4; kk++)
+                sy_wgmma_m64n64k16<1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
+            sy_wgmma_commit();
+            /* waited for before the next tile: its refill overwrites this V, and its softmax rescales O */
             sy_wgmma_wait<0>();
             sy_wgmma_hold(o[0]);
-            sy_wgmma_hold(pa[PARTS - 1]);
+            sy_wgmma_hold(pa);
         } else {
             sy_mma_zero(s);
             /* k-steps outermost, so that the 16 products between two of one accumulator's hide the
@@ -642,33 +597,34 @@ static inline bool sy_attn_gpu_prefill_warpgroup_runs(uint32_t cc_major, uint32_
 }
 
 /* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;
- * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where both variants take the
- * warpgroup products at head dim 64 with bf16 q (an f32 q's two bf16 planes do not fit the 64-key
- * variant's stage). The 64-key variant keeps q's tile in shared memory and reads its fragments
- * again every tile. Held in registers for the whole call, as LONG holds them, they shared
- * registers (R88-R103 in its SASS) with P's fragments: ptxas reused them for P, and every tile
- * after the first multiplied K by the previous tile's P (rel L2 1.1-1.4 on H200s and H100s where
- * a row spans several 64-key tiles; the emulator, which keeps C++ variables, passed; a compiler
- * hold on q before the products did not help). Read every tile, q and P may share those
- * registers, since the products are waited for before P is packed. H100, one process, twice,
- * against the 64-key mma.sync kernel: window 128 at 1 x 8192 206-213 -> 193 us, at 8 x 2048
- * 394-396 -> 351-358 us. */
+ * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where the 64-key variant takes
+ * the warpgroup products at head dim 64 with bf16 q (an f32 q's two bf16 planes do not fit its
+ * stage) for every row length.
+ * History. LONG ran on the warpgroup products first (sessions 17-18: its 128-key tile as two
+ * 64-key parts whose softmax and products overlapped; 1 x 8192 1.45 ms against 2.07-2.09 ms on
+ * mma.sync, H100), since the 64-key variant gave wrong outputs there: q's A fragments, held in
+ * registers for the call, shared registers (R88-R103 in its SASS) with P's fragments, so every
+ * tile after the first multiplied K by the previous tile's P (rel L2 1.1-1.4 on H200s and H100s
+ * where a row spans several tiles; the emulator, which keeps C++ variables, passed; a compiler
+ * hold on q before the products did not help). Read from shared memory every tile, q and P may
+ * share registers, as the products are waited for before P is packed: the 64-key kernel then took
+ * (H100 80GB, one process, three rounds against LONG on wgmma) 1 x 8192 1404-1426 against
+ * 1431-1505 us, 8 x 2048 879-893 against 950-966 us, the extend chunk 107-111 against 116-119 us,
+ * and window 128 (two rounds against the 64-key mma.sync kernel) 193 against 206-213 us at 1 x
+ * 8192, 351-358 against 394-396 us at 8 x 2048. Its 4 blocks an SM (128 registers, no spill) hide
+ * a block's fixed cost better than LONG's 3, and a causal row's last tile wastes half as much. */
 static inline sy_status sy_attn_gpu_prefill_mma_launch(const sy_attn_gpu_prefill &p, int dmax, bool long_rows,
                                                        bool warpgroup, dim3 grid, gpuStream_t stream, sy_error *err)
 {
     const bool planes = p.c.io_dtype == SY_DTYPE_F32;
 #if defined(SY_CUDA_SM90A) || defined(SY_EMU_TENSOR_CORES)
-    if (long_rows && warpgroup)
-        return sy_attn_gpu_prefill_mma_launch_as<64, false, true, true>(p, grid, stream, err);
+    if (warpgroup && dmax == 64 && !planes)
+        return sy_attn_gpu_prefill_mma_launch_as<64, false, false, true>(p, grid, stream, err);
 #else
     (void)warpgroup;
 #endif
     if (long_rows)
         return sy_attn_gpu_prefill_mma_launch_as<64, false, true, false>(p, grid, stream, err);
-#if defined(SY_CUDA_SM90A) || defined(SY_EMU_TENSOR_CORES)
-    if (warpgroup && dmax == 64 && !planes)
-        return sy_attn_gpu_prefill_mma_launch_as<64, false, false, true>(p, grid, stream, err);
-#endif
     if (dmax == 64)
         return planes ? sy_attn_gpu_prefill_mma_launch_as<64, true, false, false>(p, grid, stream, err)
                       : sy_attn_gpu_prefill_mma_launch_as<64, false, false, false>(p, grid, stream, err);

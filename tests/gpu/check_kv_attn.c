@@ -1245,8 +1245,9 @@ static void prefill_cases(void)
         {MHA128, BF16, BF16, 2, {70, 200}, {30, 0}, 1, 0, 1, 0},
         {GQA24, BF16, BF16, 2, {50, 33}, {0, 20}, 1, 0, 1, 0},
         /* rows of 2048 or more keys on average, and enough of them for two waves of blocks on up
-         * to 166 multiprocessors: the tensor-core kernel's LONG variant (tiles of 128 keys),
-         * ragged with prefixes, and under a window of more than 2048 */
+         * to 166 multiprocessors: the tensor-core kernel's LONG variant (tiles of 128 keys) on
+         * mma.sync, and many 64-key tiles a row on the warpgroup products, ragged with prefixes,
+         * and under a window of more than 2048 */
         {GPT_OSS, BF16, BF16, 2, {700, 301}, {1500, 2900}, 1, 0, 1, 0},
         {GPT_OSS, BF16, BF16, 1, {1000}, {2500}, 1, 2100, 1, 0},
     };
