@@ -67,7 +67,6 @@
 #define SY_ATTN_PREFILL_MMA_LONG_KEYS 2048
 #define SY_ATTN_PREFILL_MMA_LONG_WAVES 2
 
-
 /* Both variants give a warp one m-tile (16 rows) and keep two tiles in flight. LONG (head dim 64,
  * bf16 q only: elsewhere the registers do not allow it) walks tiles of 128 keys at 3 blocks an SM
  * (168 registers): twice the independent products between two softmax steps, and half the
@@ -163,9 +162,9 @@ static inline uint32_t sy_attn_gpu_prefill_mma_rows(int dmax, int32_t q_dtype, b
  * An unchecked second form for whole tiles was slower everywhere (its registers spilled). Then the
  * key's row offset in 32 bits (one wide multiply-add into the pointer; 64-bit strides took three
  * multiplies and two adds a copy) and the warpgroup products' descriptors as adds to one per tile
- * (sy_wgmma_desc_advance): the warpgroup kernel's instructions (LONG's, then) 802 M -> 689 M at 1 x 8192 (ncu),
- * H100 in one process 1 x 8192 1533-1590 -> 1448 us, 8 x 2048 988 -> 947-972 us, the extend chunk
- * 121 -> 116 us; 166 -> 162 registers. */
+ * (sy_wgmma_desc_advance): the warpgroup kernel's instructions (LONG's, then) 802 M -> 689 M at
+ * 1 x 8192 (ncu), H100 in one process 1 x 8192 1533-1590 -> 1448 us, 8 x 2048 988 -> 947-972 us,
+ * the extend chunk 121 -> 116 us; 166 -> 162 registers. */
 template <class S>
 struct sy_attn_prefill_mma_copies {
     static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
@@ -347,7 +346,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     /* register j of (mt, ks): rows 16 mt + g + 8 (j % 2) of the warp's, dims 16 ks + 2c + 8 (j / 2) */
     uint32_t q_hi[S::MT][S::KS][4], q_lo[QPLANES ? S::MT : 1][QPLANES ? S::KS : 1][4];
     /* the warpgroup products' q: this lane's ldmatrix row of the kept tile */
-    const unsigned char *const q_kept = ring + S::STAGES * S::STAGE_BYTES + (warp * 16 + 8 * (mi % 2) + mr) * S::Q_ROW_BYTES;
+    const unsigned char *const q_kept =
+        ring + S::STAGES * S::STAGE_BYTES + (warp * 16 + 8 * (mi % 2) + mr) * S::Q_ROW_BYTES;
 #pragma unroll
     for (int mt = 0; mt < (S::WARPGROUP ? 0 : S::MT); mt++)
 #pragma unroll
