@@ -23,9 +23,10 @@
  * skipped; so is a slot outside the pool, which the engine's call checks reject before the call
  * (device code cannot report it). gather writes zeros for such a slot.
  *
- * gather: a block owns a group of consecutive tokens and a range of heads; its threads walk 16-byte
- * units of the store, K and nhd V chunk by chunk, vectorized_5d V one vector of X tokens per (head,
- * dim) when the group's slots are such a run, element by element otherwise.
+ * gather: a block owns a group of consecutive tokens and a range of heads; its threads read 16-byte
+ * units of the store, two of each tensor a thread before they write any: K and nhd V chunk by
+ * chunk, vectorized_5d V one vector of X tokens per (head, dim) when the group's slots are such a
+ * run, element by element otherwise.
  *
  * Ops enqueue on the caller's stream and never synchronize. */
 #ifndef SY_KV_STORE_GPU_CUH
@@ -43,7 +44,8 @@ extern "C" {
 enum {
     SY_KV_GPU_THREADS = 128,  /* a multiple of both warp widths */
     SY_KV_GPU_MAX_GROUP = 16, /* gather: tokens per block, X of fp8 vectorized_5d */
-    SY_KV_GPU_UNITS = 128,    /* gather: K units a block aims at */
+    SY_KV_GPU_GATHER_ITEMS = 2, /* gather: K units (and as many V items) a thread reads before it writes */
+    SY_KV_GPU_UNITS = SY_KV_GPU_THREADS * SY_KV_GPU_GATHER_ITEMS, /* gather: K units a block aims at */
     SY_KV_GPU_LOADS = 4,      /* write: K units (and as many V units) a thread loads */
     SY_KV_GPU_TILE_UNITS = SY_KV_GPU_THREADS * SY_KV_GPU_LOADS, /* write: K units of a tile */
     SY_KV_GPU_MAX_TILE = 32,  /* write: tokens of a tile; at least X of fp8 vectorized_5d */
@@ -446,7 +448,65 @@ SY_DEV sy_kv_gpu_block sy_kv_gpu_this_block(uint32_t group, uint32_t heads_per_b
     return blk;
 }
 
-/* gather: the same units read back, bit for bit, into contiguous [T, H, D] rows of the store dtype. */
+/* What a gather block reads and writes: its tokens' slots, and its part of the output rows. */
+struct sy_kv_gpu_gather_block {
+    const sy_kv_gpu_pool &pool;
+    const sy_kv_gpu_rows &dst;
+    const sy_kv_gpu_index &ix;
+    const sy_kv_gpu_block &blk;
+    const int64_t *slot_s;
+    uint32_t chunks;
+};
+
+/* Unit u of the block's K rows (or, `value`, its nhd V rows): chunk u % chunks of head u / chunks
+ * % heads of token u / (chunks heads). `out` is where it goes (-1 past the call), its count of
+ * valid elements in *n. */
+template <int LAYOUT, int STORE>
+SY_DEV uint4 sy_kv_gpu_gather_unit(const sy_kv_gpu_gather_block &g, bool value, uint32_t u, int64_t *out, int *n)
+{
+    constexpr int ES = sy_elem_size<STORE>;
+    constexpr uint32_t PER = sy_elems16<STORE>;
+    const uint32_t D = g.pool.dims.head_dim, H = g.pool.dims.kv_heads;
+    const uint32_t c = u % g.chunks, hh = u / g.chunks % g.blk.heads, j = u / (g.chunks * g.blk.heads);
+    const int64_t t = g.blk.t0 + j, slot = g.slot_s[j];
+    uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+    *out = -1;
+    if (t >= g.ix.tokens)
+        return raw;
+    const uint32_t h = g.blk.h0 + hh, d0 = c * PER;
+    *n = (int)(D - d0 < PER ? D - d0 : PER);
+    *out = ((int64_t)t * H + h) * D + d0;
+    if (slot >= 0) {
+        const sy_kv_row row = value ? sy_kv_gpu_v_row(g.pool.dims, slot, h) : sy_kv_gpu_k_row(g.pool.dims, slot, h);
+        const uint64_t e = sy_kv_gpu_k_elem<LAYOUT, STORE>(row, d0);
+        const void *cache = value ? g.pool.v : g.pool.k;
+        raw = *n == (int)PER && g.pool.row_aligned ? sy_ld_raw<16>((const char *)cache + e * ES)
+                                                   : sy_ld_elems_raw<STORE>(cache, e, *n);
+    }
+    return raw;
+}
+
+template <int STORE>
+SY_DEV void sy_kv_gpu_gather_put(const sy_kv_gpu_gather_block &g, bool value, int64_t out, int n, uint4 raw)
+{
+    constexpr uint32_t PER = sy_elems16<STORE>;
+    char *base = (char *)(value ? g.dst.v : g.dst.k);
+    if (out < 0)
+        return;
+    if (n == (int)PER && g.pool.row_aligned)
+        sy_st_raw<16>(base + out * sy_elem_size<STORE>, raw);
+    else
+        for (int i = 0; i < n; i++)
+            sy_st_elem_raw<STORE>(base, (uint64_t)out + i, sy_raw_at<STORE>(raw, i));
+}
+
+/* gather: the same units read back, bit for bit, into contiguous [T, H, D] rows of the store dtype.
+ * A thread reads its SY_KV_GPU_GATHER_ITEMS K units and as many V units (vectorized_5d: V vectors)
+ * before it writes any, so that a block waits on two memory latencies (the slots, then the data),
+ * where reading K, writing it, then reading V took three; and a call's blocks fit one wave. H200,
+ * the extend chunk's gather of 4608 tokens (one process, three rounds): nhd 11.5-11.6 -> 10.5-10.6
+ * us, vectorized_5d 12.1-12.2 -> 11.5-11.6 us; one item a thread 10.7 / 11.8-11.9, four 10.7-10.9
+ * / 12.0-12.1. */
 template <int LAYOUT, int STORE>
 static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_kernel(
     const sy_kv_gpu_pool pool, const sy_kv_gpu_rows dst, const sy_kv_gpu_index ix, uint32_t group,
@@ -454,52 +514,59 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
 {
     constexpr int ES = sy_elem_size<STORE>;
     constexpr uint32_t PER = sy_elems16<STORE>;
+    constexpr bool V5D = LAYOUT == SY_LAYOUT_VECTORIZED_5D;
     __shared__ int64_t slot_s[SY_KV_GPU_MAX_GROUP];
     __shared__ int run_s;
     const sy_kv_gpu_block blk = sy_kv_gpu_this_block(group, heads_per_block, pool.dims.kv_heads);
     sy_kv_gpu_block_slots(ix, blk, pool.dims.vec, slot_s, &run_s);
     const uint32_t D = pool.dims.head_dim, H = pool.dims.kv_heads, chunks = (D + PER - 1) / PER;
-    const uint32_t row_units = blk.tokens * blk.heads * chunks;
-    /* K rows, and nhd V rows: chunk by chunk. */
-    const int tensors = LAYOUT == SY_LAYOUT_VECTORIZED_5D ? 1 : 2;
-    for (int tensor = 0; tensor < tensors; tensor++) {
-        const void *cache = tensor ? pool.v : pool.k;
-        char *out = (char *)(tensor ? dst.v : dst.k);
-        for (uint32_t u = threadIdx.x; u < row_units; u += blockDim.x) {
-            const uint32_t c = u % chunks, hh = u / chunks % blk.heads, j = u / (chunks * blk.heads);
-            const int64_t t = blk.t0 + j, slot = slot_s[j];
-            if (t >= ix.tokens)
-                continue;
-            const uint32_t h = blk.h0 + hh, d0 = c * PER;
-            const int n = (int)(D - d0 < PER ? D - d0 : PER);
-            const uint64_t o = ((uint64_t)t * H + h) * D + d0;
-            uint4 raw = make_uint4(0u, 0u, 0u, 0u);
-            if (slot >= 0) {
-                const sy_kv_row row = tensor ? sy_kv_gpu_v_row(pool.dims, slot, h) : sy_kv_gpu_k_row(pool.dims, slot, h);
-                const uint64_t e = sy_kv_gpu_k_elem<LAYOUT, STORE>(row, d0);
-                raw = n == (int)PER && pool.row_aligned ? sy_ld_raw<16>((const char *)cache + e * ES)
-                                                        : sy_ld_elems_raw<STORE>(cache, e, n);
+    const sy_kv_gpu_gather_block g = {pool, dst, ix, blk, slot_s, chunks};
+    const uint32_t k_units = blk.tokens * blk.heads * chunks;
+    /* V items: nhd V's units as K's; vectorized_5d V's X-token vectors of one (head, dim) when the
+     * group's slots are such a run (else element by element, below) */
+    const uint32_t v_items = V5D ? (run_s ? blk.heads * D : 0u) : k_units;
+    const uint32_t items = k_units > v_items ? k_units : v_items;
+    constexpr int N = SY_KV_GPU_GATHER_ITEMS;
+    for (uint32_t u0 = threadIdx.x; u0 < items; u0 += N * blockDim.x) {
+        int64_t k_out[N], v_out[N];
+        int k_n[N], v_n[N];
+        uint4 k_raw[N], v_raw[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            k_out[i] = v_out[i] = -1;
+            k_n[i] = v_n[i] = 0;
+            k_raw[i] = v_raw[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (u < k_units)
+                k_raw[i] = sy_kv_gpu_gather_unit<LAYOUT, STORE>(g, false, u, &k_out[i], &k_n[i]);
+            if (u < v_items) {
+                if constexpr (V5D) {
+                    const uint32_t d = u % D, h = blk.h0 + u / D;
+                    const sy_kv_row row = sy_kv_gpu_v_row(pool.dims, slot_s[0], h);
+                    v_raw[i] = sy_ld_raw<16>((const char *)pool.v + sy_kv_gpu_v_elem<LAYOUT, STORE>(row, d) * ES);
+                } else {
+                    v_raw[i] = sy_kv_gpu_gather_unit<LAYOUT, STORE>(g, true, u, &v_out[i], &v_n[i]);
+                }
             }
-            if (n == (int)PER && pool.row_aligned)
-                sy_st_raw<16>(out + o * ES, raw);
-            else
-                for (int i = 0; i < n; i++)
-                    sy_st_elem_raw<STORE>(out, o + i, sy_raw_at<STORE>(raw, i));
+        }
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            sy_kv_gpu_gather_put<STORE>(g, false, k_out[i], k_n[i], k_raw[i]);
+            if (u >= v_items)
+                continue;
+            if constexpr (V5D) {
+                const uint32_t d = u % D, h = blk.h0 + u / D;
+#pragma unroll
+                for (int j = 0; j < (int)PER; j++)
+                    sy_st_elem_raw<STORE>(dst.v, ((uint64_t)(blk.t0 + j) * H + h) * D + d, sy_raw_at<STORE>(v_raw[i], j));
+            } else {
+                sy_kv_gpu_gather_put<STORE>(g, true, v_out[i], v_n[i], v_raw[i]);
+            }
         }
     }
-    if constexpr (LAYOUT == SY_LAYOUT_VECTORIZED_5D) {
-        constexpr int X = PER;
-        char *out = (char *)dst.v;
-        if (run_s) {
-            for (uint32_t u = threadIdx.x; u < blk.heads * D; u += blockDim.x) {
-                const uint32_t d = u % D, h = blk.h0 + u / D;
-                const sy_kv_row row = sy_kv_gpu_v_row(pool.dims, slot_s[0], h);
-                const uint4 raw = sy_ld_raw<16>((const char *)pool.v + sy_kv_gpu_v_elem<LAYOUT, STORE>(row, d) * ES);
-#pragma unroll
-                for (int j = 0; j < X; j++)
-                    sy_st_elem_raw<STORE>(out, ((uint64_t)(blk.t0 + j) * H + h) * D + d, sy_raw_at<STORE>(raw, j));
-            }
-        } else {
+    if constexpr (V5D) {
+        if (!run_s) {
             for (uint32_t u = threadIdx.x; u < blk.tokens * blk.heads * D; u += blockDim.x) {
                 const uint32_t d = u % D, hh = u / D % blk.heads, j = u / (D * blk.heads);
                 const int64_t t = blk.t0 + j, slot = slot_s[j];
@@ -509,7 +576,7 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
                 uint32_t raw = 0;
                 if (slot >= 0)
                     raw = sy_ld_elem_raw<STORE>(pool.v, sy_kv_gpu_v_elem<LAYOUT, STORE>(sy_kv_gpu_v_row(pool.dims, slot, h), d));
-                sy_st_elem_raw<STORE>(out, ((uint64_t)t * H + h) * D + d, raw);
+                sy_st_elem_raw<STORE>(dst.v, ((uint64_t)t * H + h) * D + d, raw);
             }
         }
     }
