@@ -296,7 +296,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     }
 
     /* q's A fragments, read while the first tiles are in flight. q goes through the ring's last
-     * stage (free until the loop's first refill): 16-byte loads of 8 dims a piece, stored as bf16 tiles
+     * stage (free until the loop's first refill; the warpgroup products keep it past the ring, to
+     * be read every tile): 16-byte loads of 8 dims a piece, stored as bf16 tiles
      * (hi and lo parts of an f32 q), from which ldmatrix gives each warp its fragments. (Loaded
      * straight into fragments, each lane read 4 scattered bytes at a time and the warps waited on
      * those loads one after another.) A negative softmax scale is moved into q's sign (exact), so
