@@ -18,7 +18,9 @@
  *                          rows wider than their heads with NaN gaps (linear.fuse_qkv's slices).
  *   attn.prefill           the same for ragged prefill with prefixes, window, sinks (f32 outputs
  *                          against a double reference over the K/V given); padded cases widen the
- *                          rows of q, k and v.
+ *                          rows of q, k and v; batches past a warp's lanes (sequences B cycle through
+ *                          the shape's four lengths, some without queries) and a negative softmax
+ *                          scale.
  *   rope.rope              q and k against the cpu plugin (2e-6 f32, 1e-3 bf16), with the count of
  *                          elements that are not bit-exact (rope_gpu.cuh: the device's cos / sin).
  *   rope.fused             rope_kv_write against rope then kv_layout.write of the GPU plugins, bit
@@ -1105,9 +1107,9 @@ typedef struct prefill_shape {
     heads h;
     int32_t kv, q;
     uint32_t B;
-    int32_t lq[4], prefix[4];
+    int32_t lq[4], prefix[4]; /* sequence b: lq[b % 4] queries after prefix[b % 4] keys */
     int32_t causal, window;
-    uint8_t sinks, padded;
+    uint8_t sinks, padded, negative_scale;
 } prefill_shape;
 
 /* Prefill in double precision over the case's K/V as given (fp8 times its scale), [Tq][hq][D]:
@@ -1147,15 +1149,17 @@ static double *prefill_reference(const prefill_shape *s, const float *q, int64_t
 static void prefill_case(const prefill_shape *s, const char *variant)
 {
     char name[176];
-    snprintf(name, sizeof name, "attn.prefill/%s/q%s/Hq%uHkv%uD%u/B%u/lq%d+%d/%s/w%d%s%s%s", tag(s->kv), tag(s->q),
+    snprintf(name, sizeof name, "attn.prefill/%s/q%s/Hq%uHkv%uD%u/B%u/lq%d+%d/%s/w%d%s%s%s%s", tag(s->kv), tag(s->q),
              s->h.hq, s->h.hkv, s->h.d, s->B, s->lq[0], s->prefix[0], s->causal ? "causal" : "full", s->window,
-             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "", variant);
+             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "", s->negative_scale ? "/negscale" : "", variant);
     if (!want(name))
         return;
-    int32_t cu_q[5] = {0}, cu_k[5] = {0};
+    const size_t cu_bytes = sizeof(int32_t) * (s->B + 1);
+    int32_t *cu_q = xmalloc(cu_bytes), *cu_k = xmalloc(cu_bytes);
+    cu_q[0] = cu_k[0] = 0;
     for (uint32_t b = 0; b < s->B; b++) {
-        cu_q[b + 1] = cu_q[b] + s->lq[b];
-        cu_k[b + 1] = cu_k[b] + s->lq[b] + s->prefix[b];
+        cu_q[b + 1] = cu_q[b] + s->lq[b % 4];
+        cu_k[b + 1] = cu_k[b] + s->lq[b % 4] + s->prefix[b % 4];
     }
     const int64_t Tq = cu_q[s->B], Tk = cu_k[s->B];
     const int64_t kv_row = (int64_t)s->h.hkv * s->h.d, kv_s0 = kv_row + (s->padded ? 3 : 0);
@@ -1188,7 +1192,7 @@ static void prefill_case(const prefill_shape *s, const char *variant)
     a.cu_seqlens_k = sy_tensor_contiguous(cu_k, SY_DTYPE_I32, 1, cshape);
     if (sinks)
         a.sinks = sy_tensor_contiguous(sinks, F32, 1, sshape);
-    a.scale = (float)(1.0 / sqrt((double)s->h.d));
+    a.scale = (float)((s->negative_scale ? -1.0 : 1.0) / sqrt((double)s->h.d));
     a.causal = s->causal;
     a.window = s->window;
     a.k_scale = K_SCALE;
@@ -1196,7 +1200,7 @@ static void prefill_case(const prefill_shape *s, const char *variant)
     sy_error err = {{0}};
     call("cpu prefill", ((const sy_attention_ops *)attn.cpu->ops)->prefill_linear(attn.cpu_ctx, NULL, &a, &err), &err);
     void *d_q = dev_copy(q, q_bytes), *d_k = dev_copy(k, kv_elems * ke), *d_v = dev_copy(v, kv_elems * ke);
-    void *d_out = dev_alloc(q_elems * qe), *d_cq = dev_copy(cu_q, sizeof cu_q), *d_ck = dev_copy(cu_k, sizeof cu_k);
+    void *d_out = dev_alloc(q_elems * qe), *d_cq = dev_copy(cu_q, cu_bytes), *d_ck = dev_copy(cu_k, cu_bytes);
     void *d_sinks = sinks ? dev_copy(sinks, sizeof *sinks * s->h.hq) : NULL;
     sy_attn_prefill_args d = a;
     d.q.data = d_q;
@@ -1220,41 +1224,47 @@ static void prefill_case(const prefill_shape *s, const char *variant)
     dev_free(d_q), dev_free(d_k), dev_free(d_v), dev_free(d_out), dev_free(d_cq), dev_free(d_ck);
     if (d_sinks)
         dev_free(d_sinks);
-    free(q), free(k), free(v), free(out_cpu), free(out_gpu), free(sinks);
+    free(q), free(k), free(v), free(out_cpu), free(out_gpu), free(sinks), free(cu_q), free(cu_k);
 }
 
 static void prefill_cases(void)
 {
     static const prefill_shape shapes[] = {
-        {GPT_OSS, BF16, BF16, 3, {37, 1, 60}, {0, 0, 0}, 1, 0, 1, 0},
-        {GPT_OSS, BF16, F32, 3, {37, 1, 60}, {150, 0, 20}, 1, 128, 1, 1},
-        {GPT_OSS, FP8, BF16, 3, {37, 1, 100}, {150, 0, 20}, 1, 0, 1, 0},
-        {GPT_OSS, FP8, F32, 2, {64, 70}, {0, 200}, 1, 128, 0, 0},
-        {GPT_OSS, F32, F32, 2, {5, 33}, {7, 0}, 1, 0, 1, 1},
-        {GPT_OSS, BF16, BF16, 2, {600, 300}, {1000, 0}, 1, 128, 1, 0},
-        {GPT_OSS, BF16, BF16, 1, {1024}, {0}, 1, 0, 1, 0},
-        {GPT_OSS, BF16, BF16, 2, {512, 129}, {512, 3}, 1, 0, 1, 0},
-        {ODD40, BF16, F32, 3, {5, 64, 3}, {0, 0, 0}, 0, 0, 1, 0},
-        {ODD40, BF16, BF16, 3, {5, 64, 3}, {11, 1, 40}, 0, 0, 0, 1},
-        {ODD48, FP8, F32, 2, {17, 2}, {50, 3}, 1, 7, 1, 0},
-        {ODD80, BF16, F32, 2, {100, 1}, {0, 500}, 1, 0, 1, 0},
-        {MHA128, F32, F32, 2, {70, 9}, {30, 0}, 1, 16, 1, 1},
-        {GQA24, FP8, BF16, 3, {40, 0, 77}, {10, 5, 0}, 1, 0, 1, 0},
+        {GPT_OSS, BF16, BF16, 3, {37, 1, 60}, {0, 0, 0}, 1, 0, 1, 0, 0},
+        {GPT_OSS, BF16, F32, 3, {37, 1, 60}, {150, 0, 20}, 1, 128, 1, 1, 0},
+        {GPT_OSS, FP8, BF16, 3, {37, 1, 100}, {150, 0, 20}, 1, 0, 1, 0, 0},
+        {GPT_OSS, FP8, F32, 2, {64, 70}, {0, 200}, 1, 128, 0, 0, 0},
+        {GPT_OSS, F32, F32, 2, {5, 33}, {7, 0}, 1, 0, 1, 1, 0},
+        {GPT_OSS, BF16, BF16, 2, {600, 300}, {1000, 0}, 1, 128, 1, 0, 0},
+        {GPT_OSS, BF16, BF16, 1, {1024}, {0}, 1, 0, 1, 0, 0},
+        {GPT_OSS, BF16, BF16, 2, {512, 129}, {512, 3}, 1, 0, 1, 0, 0},
+        {ODD40, BF16, F32, 3, {5, 64, 3}, {0, 0, 0}, 0, 0, 1, 0, 0},
+        {ODD40, BF16, BF16, 3, {5, 64, 3}, {11, 1, 40}, 0, 0, 0, 1, 0},
+        {ODD48, FP8, F32, 2, {17, 2}, {50, 3}, 1, 7, 1, 0, 0},
+        {ODD80, BF16, F32, 2, {100, 1}, {0, 500}, 1, 0, 1, 0, 0},
+        {MHA128, F32, F32, 2, {70, 9}, {30, 0}, 1, 16, 1, 1, 0},
+        {GQA24, FP8, BF16, 3, {40, 0, 77}, {10, 5, 0}, 1, 0, 1, 0, 0},
         /* the tensor-core kernel at head dim 128 with bf16 q, and with 24 heads a KV head (blocks
          * whose rows are not all used) at head dim 72 */
-        {MHA128, BF16, BF16, 2, {70, 200}, {30, 0}, 1, 0, 1, 0},
-        {GQA24, BF16, BF16, 2, {50, 33}, {0, 20}, 1, 0, 1, 0},
+        {MHA128, BF16, BF16, 2, {70, 200}, {30, 0}, 1, 0, 1, 0, 0},
+        {GQA24, BF16, BF16, 2, {50, 33}, {0, 20}, 1, 0, 1, 0, 0},
         /* rows of 2048 or more keys on average, and enough of them for two waves of blocks on up
          * to 166 multiprocessors: the tensor-core kernel's LONG variant (tiles of 128 keys) on
          * mma.sync, and many 64-key tiles a row on the warpgroup products, ragged with prefixes,
          * and under a window of more than 2048 */
-        {GPT_OSS, BF16, BF16, 2, {700, 301}, {1500, 2900}, 1, 0, 1, 0},
-        {GPT_OSS, BF16, BF16, 1, {1000}, {2500}, 1, 2100, 1, 0},
+        {GPT_OSS, BF16, BF16, 2, {700, 301}, {1500, 2900}, 1, 0, 1, 0, 0},
+        {GPT_OSS, BF16, BF16, 1, {1000}, {2500}, 1, 2100, 1, 0, 0},
+        /* more sequences than a warp has lanes (the blocks' search of the batch: lanes sum the
+         * query tiles of several sequences each), a quarter of them without queries; q copied as
+         * it is where it can be, and (a negative scale) passed through registers with its sign
+         * flipped */
+        {GPT_OSS, BF16, BF16, 70, {9, 0, 17, 1}, {3, 5, 0, 64}, 1, 0, 1, 0, 0},
+        {GPT_OSS, BF16, BF16, 70, {9, 0, 17, 1}, {3, 5, 0, 64}, 1, 40, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t work = 0;
         for (uint32_t b = 0; b < shapes[i].B; b++)
-            work += (int64_t)shapes[i].lq[b] * (shapes[i].lq[b] + shapes[i].prefix[b]) / 2 * shapes[i].h.hq / 64;
+            work += (int64_t)shapes[i].lq[b % 4] * (shapes[i].lq[b % 4] + shapes[i].prefix[b % 4]) / 2 * shapes[i].h.hq / 64;
         if (!quick || (i % 3 == 0 && !(emulated && work > EMULATED_QUICK_WORK))) {
             prefill_case(&shapes[i], "");
 #if defined(SY_CHECK_EMULATED) && SY_EMU_WARP_SIZE == 32

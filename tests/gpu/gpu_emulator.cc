@@ -128,7 +128,7 @@ struct fiber {
 };
 
 std::deque<fiber> fibers; /* grows at the end only: its elements stay where they are */
-std::vector<float> exchange;
+std::vector<uint64_t> exchange;
 /* What the lanes of a warp hand each other for ldmatrix, mma and wgmma. */
 std::vector<const void *> exchange_row;
 /* FRAG words a thread: A's fragment (0 .. 3), mma's B fragment or wgmma's descriptor (4, 5), the
@@ -222,7 +222,7 @@ void sy_emu_syncwarp(void)
     to_scheduler();
 }
 
-float sy_emu_shfl_xor(float value, int lane_mask)
+uint64_t sy_emu_shfl_xor_bits(uint64_t value, int lane_mask)
 {
     const unsigned me = current;
     exchange[me] = value;
@@ -232,7 +232,7 @@ float sy_emu_shfl_xor(float value, int lane_mask)
                 (me ^ (unsigned)lane_mask) % SY_EMU_WARP_SIZE);
         abort();
     }
-    const float other = exchange[me ^ (unsigned)lane_mask];
+    const uint64_t other = exchange[me ^ (unsigned)lane_mask];
     sy_emu_syncwarp();
     return other;
 }

@@ -160,7 +160,20 @@ extern dim3 sy_emu_thread_idx, sy_emu_block_idx, sy_emu_block_dim, sy_emu_grid_d
 
 void sy_emu_syncthreads(void);
 void sy_emu_syncwarp(void);
-float sy_emu_shfl_xor(float value, int lane_mask);
+/* A value of up to 8 bytes from lane (this lane ^ lane_mask), bit for bit, as CUDA's and HIP's
+ * shuffles of every such type. */
+uint64_t sy_emu_shfl_xor_bits(uint64_t bits, int lane_mask);
+template <class T>
+static inline T sy_emu_shfl_xor(T value, int lane_mask)
+{
+    static_assert(sizeof(T) <= sizeof(uint64_t), "shuffles move up to 8 bytes");
+    uint64_t bits = 0;
+    memcpy(&bits, &value, sizeof value);
+    bits = sy_emu_shfl_xor_bits(bits, lane_mask);
+    T out;
+    memcpy(&out, &bits, sizeof out);
+    return out;
+}
 void *sy_emu_dynamic_shared(void);
 size_t sy_emu_shared_address(const void *p);
 #define __syncthreads() sy_emu_syncthreads()
