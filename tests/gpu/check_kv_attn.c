@@ -1109,8 +1109,10 @@ typedef struct prefill_shape {
     uint32_t B;
     int32_t lq[4], prefix[4]; /* sequence b: lq[b % 4] queries after prefix[b % 4] keys */
     int32_t causal, window;
-    uint8_t sinks, padded, negative_scale;
+    uint8_t sinks, padded, scale_kind; /* PREFILL_SCALE_*: the softmax scale 1 / sqrt(D), its negative, or 0 */
 } prefill_shape;
+
+enum { PREFILL_SCALE_USUAL, PREFILL_SCALE_NEGATIVE, PREFILL_SCALE_ZERO };
 
 /* Prefill in double precision over the case's K/V as given (fp8 times its scale), [Tq][hq][D]:
  * query i of a sequence of lq queries and lk keys sits at position p = lk - lq + i and sees keys
@@ -1151,7 +1153,9 @@ static void prefill_case(const prefill_shape *s, const char *variant)
     char name[176];
     snprintf(name, sizeof name, "attn.prefill/%s/q%s/Hq%uHkv%uD%u/B%u/lq%d+%d/%s/w%d%s%s%s%s", tag(s->kv), tag(s->q),
              s->h.hq, s->h.hkv, s->h.d, s->B, s->lq[0], s->prefix[0], s->causal ? "causal" : "full", s->window,
-             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "", s->negative_scale ? "/negscale" : "", variant);
+             s->sinks ? "/sinks" : "", s->padded ? "/padded" : "",
+             s->scale_kind == PREFILL_SCALE_NEGATIVE ? "/negscale" : s->scale_kind == PREFILL_SCALE_ZERO ? "/zeroscale" : "",
+             variant);
     if (!want(name))
         return;
     const size_t cu_bytes = sizeof(int32_t) * (s->B + 1);
@@ -1192,7 +1196,8 @@ static void prefill_case(const prefill_shape *s, const char *variant)
     a.cu_seqlens_k = sy_tensor_contiguous(cu_k, SY_DTYPE_I32, 1, cshape);
     if (sinks)
         a.sinks = sy_tensor_contiguous(sinks, F32, 1, sshape);
-    a.scale = (float)((s->negative_scale ? -1.0 : 1.0) / sqrt((double)s->h.d));
+    a.scale = s->scale_kind == PREFILL_SCALE_ZERO ? 0.0f
+              : (float)((s->scale_kind == PREFILL_SCALE_NEGATIVE ? -1.0 : 1.0) / sqrt((double)s->h.d));
     a.causal = s->causal;
     a.window = s->window;
     a.k_scale = K_SCALE;
@@ -1259,7 +1264,9 @@ static void prefill_cases(void)
          * it is where it can be, and (a negative scale) passed through registers with its sign
          * flipped */
         {GPT_OSS, BF16, BF16, 70, {9, 0, 17, 1}, {3, 5, 0, 64}, 1, 0, 1, 0, 0},
-        {GPT_OSS, BF16, BF16, 70, {9, 0, 17, 1}, {3, 5, 0, 64}, 1, 40, 1, 0, 1},
+        {GPT_OSS, BF16, BF16, 70, {9, 0, 17, 1}, {3, 5, 0, 64}, 1, 40, 1, 0, PREFILL_SCALE_NEGATIVE},
+        /* a zero scale: every key of a row weighs the same, masked keys none (0 x -inf is NaN) */
+        {GPT_OSS, BF16, BF16, 2, {200, 77}, {100, 0}, 1, 128, 1, 0, PREFILL_SCALE_ZERO},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t work = 0;
