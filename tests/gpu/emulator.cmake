@@ -33,3 +33,9 @@ function(sy_add_emulated_gpu_check target warp)
   add_test(NAME ${target} COMMAND ${target} ${E_TEST_ARGS})
   set_tests_properties(${target} PROPERTIES TIMEOUT 900)
 endfunction()
+
+# check_emulator_emu32 / _emu64: the emulator's own warp primitives against CUDA's and HIP's
+# definitions (check_emulator.cu).
+foreach(warp 32 64)
+  sy_add_emulated_gpu_check(check_emulator_emu${warp} ${warp} GPU_SOURCES ${CMAKE_CURRENT_LIST_DIR}/check_emulator.cu)
+endforeach()
