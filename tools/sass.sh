@@ -19,7 +19,7 @@ out=${3:?$usage}
 # The CUDA target that compiles SOURCE: its flags.make (with CUDA_FLAGS) sits beside the build.make
 # that names it (the emulator's targets compile the same source as C++).
 target_dir=
-for make_file in $(grep -l -F "$source" $(find "$build" -name build.make -path '*CMakeFiles*') 2>/dev/null); do
+for make_file in $(grep -l -F "$source" /dev/null $(find "$build" -name build.make -path '*CMakeFiles*') 2>/dev/null); do
   if grep -q '^CUDA_FLAGS = ' "$(dirname "$make_file")/flags.make"; then target_dir=$(dirname "$make_file"); break; fi
 done
 [ -n "$target_dir" ] || { echo "sass.sh: no CUDA target of $build compiles $source" >&2; exit 2; }
@@ -45,10 +45,11 @@ cache=${SY_NVDISASM_CACHE:-$HOME/.cache/switchyard/nvdisasm}
 disasm="$cache/usr/bin/nvdisasm"
 if [ ! -x "$disasm" ]; then
   echo "sass.sh: fetching Debian's nvidia-cuda-toolkit (non-free) for its nvdisasm into $cache" >&2
-  mkdir -p "$cache/apt/lists/partial" "$cache/deb"
+  mkdir -p "$cache/apt/lists/partial" "$cache/apt/cache/archives/partial" "$cache/deb"
   echo "deb http://deb.debian.org/debian bookworm non-free" > "$cache/apt/sources.list"
   apt_opts=(-o "Dir::Etc::sourcelist=$cache/apt/sources.list" -o "Dir::Etc::sourceparts=-"
-            -o "Dir::State::Lists=$cache/apt/lists" -o "APT::Sandbox::User=root")
+            -o "Dir::State::Lists=$cache/apt/lists" -o "Dir::Cache=$cache/apt/cache"
+            -o "APT::Sandbox::User=$(id -un)")
   apt-get "${apt_opts[@]}" update >/dev/null
   (cd "$cache/deb" && apt-get "${apt_opts[@]}" download nvidia-cuda-toolkit >/dev/null)
   dpkg -x "$cache"/deb/nvidia-cuda-toolkit_*.deb "$cache"
