@@ -52,6 +52,14 @@ static const char *const ALL_CASES[] = {
     "moe.separated.T128.E128.k4",
     "moe.interleave.T8192.E128.k4",
     "moe.separated.T8192.E128.k4",
+    "linear.bf16.qkv.M128.K2880.N5120",
+    "linear.bf16.o.M128.K4096.N2880",
+    "linear.bf16.router.M128.K2880.N128",
+    "linear.bf16.unembed.M128.K2880.N201088",
+    "linear.f32.qkv.M128.K2880.N5120",
+    "linear.f32.o.M128.K4096.N2880",
+    "linear.f32.router.M128.K2880.N128",
+    "linear.f32.unembed.M128.K2880.N201088",
 };
 enum { N_CASES = sizeof ALL_CASES / sizeof ALL_CASES[0] };
 
@@ -179,6 +187,12 @@ static uint64_t pairs(uint64_t lq, uint64_t lk, uint64_t w)
     return n;
 }
 
+static uint64_t elem_size(const char *dtype)
+{
+    ck_assert_msg(strcmp(dtype, "bf16") == 0 || strcmp(dtype, "f32") == 0, "dtype %s", dtype);
+    return strcmp(dtype, "f32") == 0 ? 4 : 2;
+}
+
 static void check_formulas(json_doc *d, yaml_node_t *c, const char *name)
 {
     double bytes = number(d, c, "bytes"), flops = number(d, c, "flops");
@@ -219,6 +233,14 @@ static void check_formulas(json_doc *d, yaml_node_t *c, const char *name)
         ck_assert_msg(used >= k && used <= dim(d, c, "experts"), "%s: %llu experts used", name, (unsigned long long)used);
         want_bytes = (double)(used * expert + T * x_cols * BF16 + T * H * BF16 + 2 * T * k * IDX);
         want_flops = 2.0 * T * k * (2 * I * H + H * I);
+    } else if (strncmp(name, "linear.", 7) == 0) {
+        uint64_t M = dim(d, c, "rows"), K = dim(d, c, "in"), N = dim(d, c, "out");
+        yaml_node_t *shape = json_member(d, c, "shape");
+        uint64_t x = elem_size(json_text(d, shape, "x")), y = elem_size(json_text(d, shape, "y"));
+        uint64_t bias = strcmp(json_text(d, shape, "bias"), "none") == 0 ? 0 : elem_size(json_text(d, shape, "bias"));
+        ck_assert_str_eq(json_text(d, shape, "x"), strncmp(name + 7, "f32.", 4) == 0 ? "f32" : "bf16");
+        want_bytes = (double)(N * K * BF16 + M * K * x + N * bias + M * N * y);
+        want_flops = 2.0 * M * N * K;
     } else if (strcmp(name, "copy.d2d") == 0) {
         want_bytes = 2.0 * (double)dim(d, c, "bytes");
     }
@@ -327,6 +349,7 @@ START_TEST(quick_run_names_plugins_and_layouts)
         {"rope_kv_write.vectorized_5d.T16384", "rope_yarn", "vectorized_5d", "rope.rope_kv_write"},
         {"moe.separated.T8192.E128.k4", "moe_mxfp4_separated", "separated", "moe.forward"},
         {"norm.add_rmsnorm_pad.M128.N2880.P3072", "norm_rmsnorm", NULL, "norm.rmsnorm"},
+        {"linear.f32.qkv.M128.K2880.N5120", "linear", NULL, "linear.linear"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         yaml_node_t *c = find_case(&d, want[i].name);
@@ -339,7 +362,7 @@ START_TEST(quick_run_names_plugins_and_layouts)
     uint64_t bf16 = (uint64_t)number(&d, find_case(&d, "decode.nhd.bf16.B128.ctx8192"), "bytes");
     ck_assert_msg(fp8 < bf16 && bf16 - fp8 > bf16 / 3, "fp8 %llu vs bf16 %llu bytes", (unsigned long long)fp8,
                   (unsigned long long)bf16);
-    ck_assert_msg(strstr(quick.proc.out, "32 ok, 0 not supported, 0 failed"), "summary:\n%s", quick.proc.out);
+    ck_assert_msg(strstr(quick.proc.out, "40 ok, 0 not supported, 0 failed"), "summary:\n%s", quick.proc.out);
     json_doc_free(&d);
 }
 END_TEST

@@ -4,8 +4,8 @@
  *
  * A run opens one backend (device 0), measures the copy bandwidth first, then walks the case table
  * (cases.h). Each case picks its plugin by name for the slot, as the engine does (attn_paged,
- * kv_nhd / kv_vectorized_5d, rope_yarn, norm_rmsnorm, moe_mxfp4_interleave / _separated), makes its
- * inputs on the device (random, never zeros), times warm-up then `runs` calls one by one, and
+ * kv_nhd / kv_vectorized_5d, rope_yarn, norm_rmsnorm, moe_mxfp4_interleave / _separated, linear),
+ * makes its inputs on the device (random, never zeros), times warm-up then `runs` calls one by one, and
  * frees every buffer and the plugin context before the next case starts. A case whose needs the
  * plugin's caps do not declare is reported not-supported with the reason, never skipped. */
 #ifndef SY_BENCH_H

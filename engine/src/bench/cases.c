@@ -57,6 +57,22 @@ static const shape_row MOE[] = {
      {.tokens = 64, .experts = 8, .top_k = 4, .hidden = 288, .intermediate = 256}},
 };
 
+/* Linear: the four products of a gpt-oss-120b decode step at batch 128, as the engine calls them
+ * (bf16 weights, f32 biases): q/k/v over stacked weights and o (y in the activation dtype), the
+ * router and the unembedding (f32 y), each with bf16 and with f32 activations. */
+static const struct {
+    const char *tag;
+    uint32_t in, out, bias, f32_out; /* f32_out: y is f32 whatever the activations */
+    uint32_t quick_in, quick_out;
+} LINEAR[] = {
+    {"qkv", 2880, 5120, 1, 0, 288, 320},
+    {"o", 4096, 2880, 1, 0, 256, 288},
+    {"router", 2880, 128, 1, 1, 288, 128},
+    {"unembed", 2880, 201088, 0, 1, 288, 2011},
+};
+static const int32_t LINEAR_ACTS[] = {BF16, SY_DTYPE_F32};
+enum { LINEAR_ROWS = 128, LINEAR_QUICK_ROWS = 4 };
+
 static const sy_bench_shape COPY_FULL = {.bytes = (uint64_t)1 << 30};
 static const sy_bench_shape COPY_QUICK = {.bytes = (uint64_t)16 << 20};
 
@@ -122,6 +138,20 @@ static void build(void)
             NAME(c, "moe.%s.%s", MOE_LAYOUTS[l] == SY_MOE_GATE_UP_INTERLEAVE ? "interleave" : "separated",
                  MOE[i].tag);
         }
+    for (size_t a = 0; a < sizeof LINEAR_ACTS / sizeof LINEAR_ACTS[0]; a++)
+        for (size_t i = 0; i < sizeof LINEAR / sizeof LINEAR[0]; i++) {
+            const int32_t act = LINEAR_ACTS[a], out = LINEAR[i].f32_out ? SY_DTYPE_F32 : act;
+            const sy_bench_shape full = {.tokens = LINEAR_ROWS, .in_features = LINEAR[i].in,
+                                         .out_features = LINEAR[i].out, .act_dtype = act, .out_dtype = out,
+                                         .bias = LINEAR[i].bias};
+            sy_bench_shape quick = full;
+            quick.tokens = LINEAR_QUICK_ROWS;
+            quick.in_features = LINEAR[i].quick_in;
+            quick.out_features = LINEAR[i].quick_out;
+            c = add(SY_BENCH_OP_LINEAR, 0, &full, &quick);
+            NAME(c, "linear.%s.%s.M%u.K%u.N%u", sy_dtype_name(act), LINEAR[i].tag, LINEAR_ROWS, LINEAR[i].in,
+                 LINEAR[i].out);
+        }
 }
 
 size_t sy_bench_cases(const sy_bench_case **cases)
@@ -146,6 +176,7 @@ const char *sy_bench_op_name(int32_t op)
     case SY_BENCH_OP_ROPE_KV_WRITE: return "rope.rope_kv_write";
     case SY_BENCH_OP_NORM: return "norm.rmsnorm";
     case SY_BENCH_OP_MOE: return "moe.forward";
+    case SY_BENCH_OP_LINEAR: return "linear.linear";
     default: return "invalid";
     }
 }

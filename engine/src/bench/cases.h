@@ -22,7 +22,8 @@ typedef enum sy_bench_op {
     SY_BENCH_OP_ROPE,
     SY_BENCH_OP_ROPE_KV_WRITE,
     SY_BENCH_OP_NORM,
-    SY_BENCH_OP_MOE
+    SY_BENCH_OP_MOE,
+    SY_BENCH_OP_LINEAR
 } sy_bench_op;
 
 typedef struct sy_bench_shape {
@@ -34,6 +35,9 @@ typedef struct sy_bench_shape {
     int32_t kv_dtype; /* pool dtype of decode; bf16 elsewhere */
     uint32_t cols, pad_multiple;                  /* norm: N and the multiple N is padded to */
     uint32_t experts, top_k, hidden, intermediate; /* moe */
+    uint32_t in_features, out_features;           /* linear: K and N (tokens is M) */
+    int32_t act_dtype, out_dtype;                  /* linear: x's dtype and y's */
+    uint32_t bias;                                 /* linear: 1 with an f32 bias */
     uint64_t bytes;   /* copy: size of one copy */
 } sy_bench_shape;
 

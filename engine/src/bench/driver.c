@@ -94,6 +94,7 @@ static void run_case(sy_bench_run_state *run, const sy_bench_case *c, sy_bench_r
     case SY_BENCH_OP_ROPE_KV_WRITE: sy_bench_op_rope(&j); break;
     case SY_BENCH_OP_NORM: sy_bench_op_norm(&j); break;
     case SY_BENCH_OP_MOE: sy_bench_op_moe(&j); break;
+    case SY_BENCH_OP_LINEAR: sy_bench_op_linear(&j); break;
     default: sy_bench_job_error(&j, "bench: case %s has no op module (op %d)", c->name, c->op); break;
     }
     sy_bench_job_end(&j);

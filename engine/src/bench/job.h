@@ -91,5 +91,6 @@ void sy_bench_op_kv_write(sy_bench_job *j);
 void sy_bench_op_rope(sy_bench_job *j);
 void sy_bench_op_norm(sy_bench_job *j);
 void sy_bench_op_moe(sy_bench_job *j);
+void sy_bench_op_linear(sy_bench_job *j);
 
 #endif

@@ -121,6 +121,16 @@ sy_bench_traffic sy_bench_norm_traffic(uint32_t rows, uint32_t cols, uint32_t ou
     return t;
 }
 
+/* y [M, N] = x [M, K] W [N, K]^T + b [N]: each operand once (bias_elem 0 without a bias).
+ *   bytes = N K e_w + M K e_x + N e_b + M N e_y,  FLOPs = 2 M N K */
+sy_bench_traffic sy_bench_linear_traffic(uint32_t rows, uint32_t in_features, uint32_t out_features, size_t x_elem,
+                                         size_t w_elem, size_t bias_elem, size_t y_elem)
+{
+    const uint64_t M = rows, K = in_features, N = out_features;
+    sy_bench_traffic t = {N * K * w_elem + M * K * x_elem + N * bias_elem + M * N * y_elem, 2 * M * N * K};
+    return t;
+}
+
 /* One expert in the checkpoint's MXFP4 form (the padding of a plugin's tile layout is not
  * compulsory): w13 [2I, H] and w2 [H, I] as 16-byte blocks of 32 values plus one e8m0 scale byte
  * each, biases of 2I + H elements:

@@ -41,6 +41,8 @@ sy_bench_traffic sy_bench_norm_traffic(uint32_t rows, uint32_t cols, uint32_t ou
 uint64_t sy_bench_moe_expert_bytes(uint32_t hidden, uint32_t intermediate, size_t bias_elem);
 sy_bench_traffic sy_bench_moe_traffic(uint32_t tokens, uint32_t top_k, uint32_t used_experts, uint32_t hidden,
                                       uint32_t x_cols, uint32_t intermediate, size_t act_elem, size_t bias_elem);
+sy_bench_traffic sy_bench_linear_traffic(uint32_t rows, uint32_t in_features, uint32_t out_features, size_t x_elem,
+                                         size_t w_elem, size_t bias_elem, size_t y_elem);
 sy_bench_traffic sy_bench_copy_traffic(uint64_t bytes);
 
 #endif
