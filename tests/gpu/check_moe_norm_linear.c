@@ -990,18 +990,28 @@ typedef struct linear_case {
     int64_t M, N, K, ldx;
     int32_t x_dtype, w_dtype, y_dtype;
     int bias;
+    int32_t b_dtype; /* 0: x's dtype */
 } linear_case;
 
 static const linear_case LINEAR_CASES[] = {
-    {128, 5120, 2880, 2880, F32, BF16, F32, 1},   /* gpt-oss-120b qkv projection, decode batch 128 */
-    {128, 2880, 4096, 4096, F32, BF16, F32, 1},   /* its output projection */
-    {128, 128, 2880, 2880, F32, BF16, F32, 1},    /* the router */
-    {4, 20011, 2880, 2880, F32, BF16, F32, 0},    /* an unembedding slice, odd N */
-    {7, 45, 33, 40, F32, F32, F32, 1},            {1, 100, 2880, 2880, F32, BF16, F32, 1},
-    {70, 130, 96, 96, F32, BF16, BF16, 1},        {65, 64, 17, 20, BF16, BF16, F32, 0},
-    {5, 77, 50, 50, BF16, F32, BF16, 1},          {300, 257, 1000, 1000, BF16, BF16, BF16, 1},
-    {0, 16, 16, 16, F32, F32, F32, 1},
+    {128, 5120, 2880, 2880, F32, BF16, F32, 1, 0},   /* gpt-oss-120b qkv projection, decode batch 128 */
+    {128, 2880, 4096, 4096, F32, BF16, F32, 1, 0},   /* its output projection */
+    {128, 128, 2880, 2880, F32, BF16, F32, 1, 0},    /* the router */
+    {4, 20011, 2880, 2880, F32, BF16, F32, 0, 0},    /* an unembedding slice, odd N */
+    {7, 45, 33, 40, F32, F32, F32, 1, 0},            {1, 100, 2880, 2880, F32, BF16, F32, 1, 0},
+    {70, 130, 96, 96, F32, BF16, BF16, 1, 0},        {65, 64, 17, 20, BF16, BF16, F32, 0, 0},
+    {5, 77, 50, 50, BF16, F32, BF16, 1, 0},          {300, 257, 1000, 1000, BF16, BF16, BF16, 1, 0},
+    {0, 16, 16, 16, F32, F32, F32, 1, 0},
+    /* The engine's bf16 step (f32 biases): q/k/v, the router on the padded normed rows, the
+     * unembedding on every third row; then rows of y at odd element offsets. */
+    {128, 5120, 2880, 2880, BF16, BF16, BF16, 1, F32}, {128, 128, 2880, 3072, BF16, BF16, F32, 1, F32},
+    {5, 20011, 2880, 8640, BF16, BF16, F32, 0, 0},    {33, 1001, 96, 100, BF16, BF16, BF16, 1, F32},
 };
+
+static int32_t linear_bias_dtype(const linear_case *lc)
+{
+    return lc->b_dtype ? lc->b_dtype : lc->x_dtype;
+}
 
 static sy_linear_args linear_args(const linear_case *lc, void *x, void *w, void *b, void *y)
 {
@@ -1011,7 +1021,7 @@ static sy_linear_args linear_args(const linear_case *lc, void *x, void *w, void 
     a.x = matrix(x, lc->x_dtype, lc->M, lc->K, lc->ldx);
     a.w = matrix(w, lc->w_dtype, lc->N, lc->K, lc->K);
     if (lc->bias)
-        a.b = vector(b, lc->x_dtype, lc->N);
+        a.b = vector(b, linear_bias_dtype(lc), lc->N);
     a.y = matrix(y, lc->y_dtype, lc->M, lc->N, lc->N);
     return a;
 }
@@ -1024,7 +1034,7 @@ static void linear_run(const char *name, const linear_case *lc, const void *x, c
     const size_t xb = (size_t)(lc->M * lc->ldx) * sy_dtype_size(lc->x_dtype);
     const size_t wb = (size_t)(lc->N * lc->K) * sy_dtype_size(lc->w_dtype), yb = (size_t)(lc->M * lc->N) * sy_dtype_size(lc->y_dtype);
     void *d_x = dev_buffer(x, xb), *d_w = dev_buffer(w, wb), *d_y = dev_buffer(NULL, yb);
-    void *d_b = lc->bias ? dev_buffer(b, (size_t)lc->N * sy_dtype_size(lc->x_dtype)) : NULL;
+    void *d_b = lc->bias ? dev_buffer(b, (size_t)lc->N * sy_dtype_size(linear_bias_dtype(lc))) : NULL;
     sy_linear_args a = linear_args(lc, d_x, d_w, d_b, d_y);
     sy_error err = {{0}};
     ck_assert_msg(((const sy_linear_ops *)d->ops)->linear(ctx, NULL, &a, &err) == SY_OK, "%s: %s", name, err.msg);
@@ -1066,7 +1076,7 @@ START_TEST(test_linear)
     sy_rng rng = {seed ^ (0x94D049BB133111EBull * (uint64_t)(_i + 1))};
     void *x = random_values(&rng, lc->x_dtype, (size_t)(lc->M * lc->ldx), -1.0f, 1.0f);
     void *w = random_values(&rng, lc->w_dtype, (size_t)(lc->N * lc->K), -0.5f, 0.5f);
-    void *b = random_values(&rng, lc->x_dtype, (size_t)lc->N, -1.0f, 1.0f);
+    void *b = random_values(&rng, linear_bias_dtype(lc), (size_t)lc->N, -1.0f, 1.0f);
     const size_t yb = (size_t)(lc->M * lc->N) * sy_dtype_size(lc->y_dtype);
     void *y = malloc(yb + 1);
     sy_poison_bytes(y, yb);
@@ -1082,7 +1092,7 @@ START_TEST(test_linear)
         ref = malloc(sizeof(double) * (size_t)(lc->M * lc->N) + 1);
         for (int64_t m = 0; m < lc->M; m++)
             for (int64_t n = 0; n < lc->N; n++) {
-                double acc = lc->bias ? value_at(b, lc->x_dtype, (size_t)n) : 0.0;
+                double acc = lc->bias ? value_at(b, linear_bias_dtype(lc), (size_t)n) : 0.0;
                 for (int64_t k = 0; k < lc->K; k++)
                     acc += value_at(x, lc->x_dtype, (size_t)(m * lc->ldx + k)) *
                            value_at(w, lc->w_dtype, (size_t)(n * lc->K + k));
