@@ -374,9 +374,9 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     p.kv_heads = H;
     p.group = group;
     p.head_dim = D;
-    p.heads_per_block = gc;
-    p.queries_per_block = bq;
-    p.head_chunks = chunks;
+    p.heads_per_block = sy_fast_div_of(gc);
+    p.queries_per_block = sy_fast_div_of(bq);
+    p.head_chunks = sy_fast_div_of(chunks);
     const dim3 grid((unsigned)tiles, H * chunks);
 #if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
     if (mma) {

@@ -8,7 +8,7 @@
  * attn_core_gpu.cuh; each K/V tile is loaded once for all R rows, with 16-byte loads where the rows
  * allow and the next tile's loads in flight while the current one is computed. Query tiles of a
  * ragged batch: the grid covers sum ceil(Lq / queries per block) <= Tq / bq + B tiles, and each
- * block finds its sequence with a block-wide scan of cu_seqlens_q.
+ * block finds its sequence with one warp's scan of cu_seqlens_q (sy_attn_gpu_prefill_find).
  *
  * CUDA cores, f32 accumulation: every K/V dtype and alignment, and the HIP build. CUDA builds (and
  * tests/gpu's emulator at warp 32) run bf16 K/V with aligned rows on tensor cores instead
@@ -17,6 +17,7 @@
 #define SY_ATTN_PREFILL_GPU_CUH
 
 #include "attn_core_gpu.cuh"
+#include "sy_fast_div.h"
 
 typedef struct sy_attn_gpu_prefill {
     sy_attn_gpu_call c;
@@ -29,10 +30,18 @@ typedef struct sy_attn_gpu_prefill {
     uint32_t batch;
     int32_t causal;
     uint32_t kv_heads, group, head_dim;
-    uint32_t heads_per_block;   /* q heads of one KV head in a block: min(group, R) */
-    uint32_t queries_per_block; /* R / heads_per_block */
-    uint32_t head_chunks;       /* ceil(group / heads_per_block) */
+    /* as divisors (sy_fast_div.h): rows and head slots are split by them */
+    sy_fast_div heads_per_block;   /* q heads of one KV head in a block: min(group, R) */
+    sy_fast_div queries_per_block; /* R / heads_per_block */
+    sy_fast_div head_chunks;       /* ceil(group / heads_per_block) */
 } sy_attn_gpu_prefill;
+
+/* Where a block works: its query tile's sequence (first q and K/V rows, queries, keys), the tile's
+ * first query, and its head slot (KV head h, q heads g0 .. g0 + heads_per_block - 1 of h's group). */
+typedef struct sy_attn_gpu_prefill_place {
+    int64_t q_row0, lq, k_row0, lk;
+    uint32_t i0, h, g0;
+} sy_attn_gpu_prefill_place;
 
 constexpr int sy_floor_pow2(int x)
 {
@@ -59,60 +68,92 @@ struct sy_attn_prefill_shape {
     static_assert(R >= 8 && TPR <= 32, "prefill thread tiles");
 };
 
-/* The block's query tile: finds sequence b with tiles_before(b) <= tile < tiles_before(b + 1),
- * tiles(b) = ceil(Lq_b / bq), with a block-wide scan over the batch. Returns false (for the whole
- * block) past the last tile. */
-SY_DEV bool sy_attn_gpu_prefill_tile(const sy_attn_gpu_prefill &p, uint32_t tile, uint32_t *b_out, uint32_t *i0_out)
+/* The block's place. Blocks are handed out in linear order (x fastest), and that order walks the
+ * head slots fastest and the query tiles from the last: a causal sequence's longest tiles start
+ * first and its shortest fill the tail, instead of the longest starting last and running alone.
+ * Query tile t lies in sequence b with tiles_before(b) <= t < tiles_before(b + 1), tiles(b) =
+ * ceil(Lq_b / queries_per_block): the first warp finds b, each lane counting the tiles of its share
+ * of the batch and an exclusive scan over the lanes (xor butterflies) giving each share's first
+ * tile, and the lane whose share holds t publishes the place; one barrier in all. (A block-wide scan
+ * took 16 barriers and read cu_seqlens three times, each read waiting for the one before, before
+ * the first K/V copy could be addressed.) Returns false (for the whole block) past the last tile. */
+SY_DEV bool sy_attn_gpu_prefill_find(const sy_attn_gpu_prefill &p, sy_attn_gpu_prefill_place *place)
 {
-    __shared__ uint32_t start_s[SY_ATTN_GPU_THREADS];
-    __shared__ int32_t found_b;
-    __shared__ uint32_t found_i0;
-    const uint32_t tid = threadIdx.x, per = (p.batch + SY_ATTN_GPU_THREADS - 1) / SY_ATTN_GPU_THREADS;
-    const uint32_t b_lo = tid * per < p.batch ? tid * per : p.batch, b_hi = b_lo + per < p.batch ? b_lo + per : p.batch;
-    const uint32_t bq = p.queries_per_block;
-    uint32_t count = 0;
-    for (uint32_t b = b_lo; b < b_hi; b++)
-        count += ((uint32_t)(p.cu_q[b + 1] - p.cu_q[b]) + bq - 1) / bq;
-    start_s[tid] = count;
-    if (tid == 0)
-        found_b = -1;
-    /* Inclusive scan in log2(threads) steps (Hillis and Steele): one thread summing all entries
-     * in turn was a dependent chain of shared-memory round trips, microseconds a block. */
-    for (uint32_t step = 1; step < SY_ATTN_GPU_THREADS; step *= 2) {
-        __syncthreads();
-        const uint32_t add = tid >= step ? start_s[tid - step] : 0u;
-        __syncthreads();
-        start_s[tid] += add;
-    }
-    __syncthreads();
-    const uint32_t start = start_s[tid] - count;
-    if (tile >= start && tile < start + count) {
-        uint32_t at = start;
-        for (uint32_t b = b_lo; b < b_hi; b++) {
-            const uint32_t n = ((uint32_t)(p.cu_q[b + 1] - p.cu_q[b]) + bq - 1) / bq;
-            if (tile < at + n) {
-                found_b = (int32_t)b;
-                found_i0 = (tile - at) * bq;
-                break;
-            }
-            at += n;
+    __shared__ sy_attn_gpu_prefill_place found;
+    __shared__ uint32_t tiles_total;
+    const uint32_t linear = blockIdx.x + gridDim.x * blockIdx.y, slot = linear % gridDim.y;
+    const uint32_t tile = gridDim.x - 1 - linear / gridDim.y;
+    if (threadIdx.x < SY_WARP_SIZE) {
+        const uint32_t lane = threadIdx.x, per = (p.batch + SY_WARP_SIZE - 1) / SY_WARP_SIZE;
+        const uint32_t b_lo = lane * per < p.batch ? lane * per : p.batch;
+        const uint32_t b_hi = b_lo + per < p.batch ? b_lo + per : p.batch;
+        const auto tiles_of = [&](uint32_t b) {
+            const uint32_t lq = (uint32_t)(p.cu_q[b + 1] - p.cu_q[b]);
+            return lq == 0 ? 0u : sy_fast_div_quot(p.queries_per_block, lq - 1u) + 1u;
+        };
+        uint32_t count = 0;
+        for (uint32_t b = b_lo; b < b_hi; b++)
+            count += tiles_of(b);
+        /* after the step of lane bit m, `group` sums the lanes that agree with this one above bit
+         * m, and `below` the lanes of that group under this one */
+        uint32_t group = count, below = 0;
+        for (int m = 1; m < SY_WARP_SIZE; m *= 2) {
+            const uint32_t other = sy_shfl_xor(group, m);
+            if (lane & (uint32_t)m)
+                below += other;
+            group += other;
+        }
+        if (lane == 0)
+            tiles_total = group;
+        if (tile >= below && tile - below < count) {
+            uint32_t b = b_lo, at = below;
+            for (uint32_t n = tiles_of(b); tile - at >= n; n = tiles_of(++b))
+                at += n;
+            found.q_row0 = p.cu_q[b];
+            found.lq = p.cu_q[b + 1] - found.q_row0;
+            found.k_row0 = p.cu_k[b];
+            found.lk = p.cu_k[b + 1] - found.k_row0;
+            found.i0 = (tile - at) * p.queries_per_block.divisor;
         }
     }
     __syncthreads();
-    *b_out = (uint32_t)found_b;
-    *i0_out = found_i0;
-    return found_b >= 0;
+    if (tile >= tiles_total)
+        return false;
+    *place = found;
+    place->h = sy_fast_div_quot(p.head_chunks, slot);
+    place->g0 = (slot - place->h * p.head_chunks.divisor) * p.heads_per_block.divisor;
+    return true;
 }
 
-/* The block's query tile and head slot (KV head x head chunk). Blocks are handed out in linear
- * order (x fastest), and that order walks the slots fastest and the query tiles from the last:
- * a causal sequence's longest tiles start first and its shortest fill the tail, instead of the
- * longest starting last and running alone. */
-SY_DEV void sy_attn_gpu_prefill_block(uint32_t *tile, uint32_t *slot)
+/* Row r of a block: query i0 + *qi of its sequence, q head g0 + *gi of its group; whether that is a
+ * row of the call (a block's last rows may be past the sequence or the group). */
+SY_DEV bool sy_attn_gpu_prefill_row(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at, uint32_t r,
+                                    uint32_t *qi, uint32_t *gi)
 {
-    const uint32_t linear = blockIdx.x + gridDim.x * blockIdx.y, slots = gridDim.y;
-    *slot = linear % slots;
-    *tile = gridDim.x - 1 - linear / slots;
+    *qi = sy_fast_div_quot(p.heads_per_block, r);
+    *gi = r - *qi * p.heads_per_block.divisor;
+    return *qi < p.queries_per_block.divisor && (int64_t)at.i0 + *qi < at.lq && at.g0 + *gi < p.group;
+}
+
+/* The keys [lo, hi) of query i of the block's sequence (the prefix convention: it sits at key
+ * Lk - Lq + i); both ends grow with i. */
+SY_DEV void sy_attn_gpu_prefill_keys(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at, int64_t i,
+                                     int64_t *lo, int64_t *hi)
+{
+    const int64_t pos = at.lk - at.lq + i;
+    *hi = p.causal || p.c.window > 0 ? pos + 1 : at.lk;
+    *lo = p.c.window > 0 && pos + 1 > p.c.window ? pos + 1 - p.c.window : 0;
+}
+
+/* The union [span_lo, span_hi) and the intersection [inner_lo, inner_hi) of the key ranges of the
+ * block's queries: as both ends grow with the query, its first and last queries' ends. Every query
+ * of the tile has rows of the call (head g0 is in the group). */
+SY_DEV void sy_attn_gpu_prefill_span(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at, int64_t *span_lo,
+                                     int64_t *span_hi, int64_t *inner_lo, int64_t *inner_hi)
+{
+    const int64_t end = (int64_t)at.i0 + p.queries_per_block.divisor;
+    sy_attn_gpu_prefill_keys(p, at, at.i0, span_lo, inner_hi);
+    sy_attn_gpu_prefill_keys(p, at, (end < at.lq ? end : at.lq) - 1, inner_lo, span_hi);
 }
 
 template <class S, int KV>
@@ -140,53 +181,41 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
     __shared__ __align__(16) float p_s[S::R * S::P_ROW];
     __shared__ float m_s[S::R], l_s[S::R], alpha_s[S::R];
     __shared__ int64_t lo_s[S::R], hi_s[S::R];
-    __shared__ int64_t span_lo, span_hi;
 
     const int tid = (int)threadIdx.x;
-    uint32_t query_tile, slot, b, i0;
-    sy_attn_gpu_prefill_block(&query_tile, &slot);
-    if (!sy_attn_gpu_prefill_tile(p, query_tile, &b, &i0))
+    sy_attn_gpu_prefill_place at;
+    if (!sy_attn_gpu_prefill_find(p, &at))
         return;
-    const uint32_t h = slot / p.head_chunks, g0 = (slot % p.head_chunks) * p.heads_per_block;
-    const uint32_t D = p.head_dim, gc = p.heads_per_block;
-    const int64_t q_row0 = p.cu_q[b], lq = p.cu_q[b + 1] - q_row0, k_row0 = p.cu_k[b], lk = p.cu_k[b + 1] - k_row0;
+    const uint32_t h = at.h, g0 = at.g0, D = p.head_dim;
+    const int64_t q_row0 = at.q_row0, k_row0 = at.k_row0, lk = at.lk;
 
     /* Rows r = (query i0 + r / gc, head g0 + r % gc) and their keys [lo, hi). */
     if (tid < S::R) {
-        const uint32_t qi = tid / gc, gi = tid % gc;
-        const int64_t i = (int64_t)i0 + qi;
+        uint32_t qi, gi;
         int64_t lo = 0, hi = 0;
-        if (qi < p.queries_per_block && i < lq && g0 + gi < p.group) {
-            const int64_t pos = lk - lq + i;
-            hi = p.causal || p.c.window > 0 ? pos + 1 : lk;
-            lo = p.c.window > 0 && pos + 1 > p.c.window ? pos + 1 - p.c.window : 0;
-        }
+        if (sy_attn_gpu_prefill_row(p, at, (uint32_t)tid, &qi, &gi))
+            sy_attn_gpu_prefill_keys(p, at, (int64_t)at.i0 + qi, &lo, &hi);
         lo_s[tid] = lo;
         hi_s[tid] = hi;
         m_s[tid] = -INFINITY;
         l_s[tid] = 0.0f;
     }
     for (int idx = tid; idx < S::R * DMAX; idx += S::NT) {
-        const uint32_t r = idx / DMAX, d = idx % DMAX, qi = r / gc, gi = r % gc;
-        const int64_t i = (int64_t)i0 + qi;
+        const uint32_t r = idx / DMAX, d = idx % DMAX;
+        uint32_t qi, gi;
         float x = 0.0f;
-        if (qi < p.queries_per_block && i < lq && g0 + gi < p.group && d < D)
-            x = sy_gpu_load_act(p.c.q, p.c.io_dtype, (q_row0 + i) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + d);
+        if (sy_attn_gpu_prefill_row(p, at, r, &qi, &gi) && d < D)
+            x = sy_gpu_load_act(p.c.q, p.c.io_dtype,
+                                (q_row0 + at.i0 + qi) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + d);
         q_s[r * S::Q_ROW + d] = x;
     }
     __syncthreads();
-    if (tid == 0) {
-        int64_t lo = INT64_MAX, hi = 0;
-        for (int r = 0; r < S::R; r++)
-            if (lo_s[r] < hi_s[r]) {
-                lo = lo_s[r] < lo ? lo_s[r] : lo;
-                hi = hi_s[r] > hi ? hi_s[r] : hi;
-            }
-        span_lo = lo < hi ? lo / S::KT * S::KT : 0;
-        span_hi = lo < hi ? hi : 0;
-    }
-    __syncthreads();
-    const int64_t first = span_lo, last = span_hi;
+    int64_t first, last, inner_lo, inner_hi;
+    sy_attn_gpu_prefill_span(p, at, &first, &last, &inner_lo, &inner_hi);
+    if (first < last)
+        first = first / S::KT * S::KT;
+    else
+        first = last = 0;
 
     float acc[S::RPV][S::DPT];
 #pragma unroll
@@ -299,10 +328,11 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
 
 #pragma unroll
     for (int i = 0; i < S::RPV; i++) {
-        const uint32_t r = rv + 4 * i, qi = r / gc, gi = r % gc;
-        const int64_t query = (int64_t)i0 + qi;
-        if (qi >= p.queries_per_block || query >= lq || g0 + gi >= p.group)
+        const uint32_t r = rv + 4 * i;
+        uint32_t qi, gi;
+        if (!sy_attn_gpu_prefill_row(p, at, r, &qi, &gi))
             continue;
+        const int64_t query = (int64_t)at.i0 + qi;
         const uint32_t head = h * p.group + g0 + gi;
         const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
 #pragma unroll

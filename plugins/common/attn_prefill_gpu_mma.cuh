@@ -7,7 +7,8 @@
  * owns ROWS (query, q head) rows of one KV head, each warp 16 or 32 of them as one or two m-tiles
  * of mma m16n8k16 (fragments in mma_bf16_cuda.cuh), and walks the key tiles of the rows' union
  * range, 64 or 128 keys a tile, two tiles in flight with cp.async and one barrier a tile. q is
- * staged once through shared memory and read into A fragments with ldmatrix. Per tile a warp
+ * staged once through shared memory (copied there with cp.async where the warpgroup products run
+ * and q allows) and read into A fragments with ldmatrix. Per tile a warp
  * computes
  *   S = Q K^T      q's fragments in registers for the whole call, K's from the shared tile with
  *                  ldmatrix (K rows are the k-major B as stored), k-steps outermost;
@@ -230,49 +231,32 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 {
     using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
     SY_GPU_DYNAMIC_SHARED_ALIGNED(unsigned char, sy_prefill_mma_smem, 16);
-    __shared__ int span_lo, span_hi, inner_lo, inner_hi;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
 
-    uint32_t query_tile, slot, b, i0;
-    sy_attn_gpu_prefill_block(&query_tile, &slot);
-    if (!sy_attn_gpu_prefill_tile(p, query_tile, &b, &i0))
+    sy_attn_gpu_prefill_place at;
+    if (!sy_attn_gpu_prefill_find(p, &at))
         return;
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
-    const uint32_t h = slot / p.head_chunks, g0 = (slot % p.head_chunks) * p.heads_per_block;
-    const uint32_t gc = p.heads_per_block, D = p.head_dim;
-    const int64_t q_row0 = p.cu_q[b], lq = p.cu_q[b + 1] - q_row0, k_row0 = p.cu_k[b], lk = p.cu_k[b + 1] - k_row0;
-    if (tid == 0)
-        span_lo = INT_MAX, span_hi = 0, inner_lo = 0, inner_hi = INT_MAX;
+    const uint32_t h = at.h, g0 = at.g0, D = p.head_dim;
+    const int64_t q_row0 = at.q_row0, k_row0 = at.k_row0, lk = at.lk;
 
     /* This lane's rows warp * 16 MT + 16 mt + g + 8 hf: their keys [lo, hi) (empty when the row is
-     * padding), and the block's union [span_lo, span_hi) and intersection [inner_lo, inner_hi). */
+     * padding), and the block's union [span_lo, span_hi) and intersection [full_lo, full_hi). */
     int lo[S::MT][2], hi[S::MT][2];
-    int my_span_lo = INT_MAX, my_span_hi = 0, my_inner_lo = 0, my_inner_hi = INT_MAX;
 #pragma unroll
     for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
-            const uint32_t r = (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * hf), qi = r / gc, gi = r % gc;
-            const int64_t i = (int64_t)i0 + qi;
-            lo[mt][hf] = hi[mt][hf] = 0;
-            if (qi < p.queries_per_block && i < lq && g0 + gi < p.group) {
-                const int64_t pos = lk - lq + i;
-                hi[mt][hf] = (int)(p.causal || p.c.window > 0 ? pos + 1 : lk);
-                lo[mt][hf] = (int)(p.c.window > 0 && pos + 1 > p.c.window ? pos + 1 - p.c.window : 0);
-                my_span_lo = min(my_span_lo, lo[mt][hf]), my_span_hi = max(my_span_hi, hi[mt][hf]);
-                my_inner_lo = max(my_inner_lo, lo[mt][hf]), my_inner_hi = min(my_inner_hi, hi[mt][hf]);
-            }
+            uint32_t qi, gi;
+            int64_t row_lo = 0, row_hi = 0;
+            if (sy_attn_gpu_prefill_row(p, at, (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * hf), &qi, &gi))
+                sy_attn_gpu_prefill_keys(p, at, (int64_t)at.i0 + qi, &row_lo, &row_hi);
+            lo[mt][hf] = (int)row_lo, hi[mt][hf] = (int)row_hi;
         }
-    __syncthreads(); /* the shared ranges are initialized */
-    my_span_lo = __reduce_min_sync(0xFFFFFFFFu, my_span_lo), my_span_hi = __reduce_max_sync(0xFFFFFFFFu, my_span_hi);
-    my_inner_lo = __reduce_max_sync(0xFFFFFFFFu, my_inner_lo), my_inner_hi = __reduce_min_sync(0xFFFFFFFFu, my_inner_hi);
-    if (lane == 0) {
-        atomicMin(&span_lo, my_span_lo), atomicMax(&span_hi, my_span_hi);
-        atomicMax(&inner_lo, my_inner_lo), atomicMin(&inner_hi, my_inner_hi);
-    }
-    __syncthreads(); /* the block's ranges are complete */
-    const int last = span_hi, first = span_lo < last ? span_lo / S::KT * S::KT : last;
-    const int full_lo = inner_lo, full_hi = inner_hi;
+    int64_t span_lo, span_hi, inner_lo, inner_hi;
+    sy_attn_gpu_prefill_span(p, at, &span_lo, &span_hi, &inner_lo, &inner_hi);
+    const int last = (int)span_hi, first = span_lo < span_hi ? (int)span_lo / S::KT * S::KT : last;
+    const int full_lo = (int)inner_lo, full_hi = (int)inner_hi;
 
     float o[S::MT][S::DT][4], m[S::MT][2], l[S::MT][2];
     sy_mma_zero(o);
@@ -288,6 +272,26 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         ring += (0u - (uint32_t)__cvta_generic_to_shared(ring)) % (uint32_t)S::ALIGN_SLACK;
     const sy_attn_prefill_mma_copies<S> copies(p, h, k_row0);
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
+    constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
+    unsigned char *const q_tile = ring + (S::WARPGROUP ? S::STAGES : S::STAGES - 1) * S::STAGE_BYTES;
+    /* The warpgroup products read q's tile from shared memory at every key tile, after the loop's
+     * first wait and barrier: a bf16 q of whole heads with a positive scale is copied there as it
+     * is, in tile 0's commit group (zeros for rows outside the call), instead of passing through
+     * registers and a barrier of its own (below). Without key tiles nothing waits for copies, so
+     * none is issued. */
+    const bool q_copied = S::WARPGROUP && p.q_vec && D == DMAX && p.c.score_scale >= 0.0f && first < last;
+    if (q_copied) {
+#pragma unroll
+        for (int i = 0; i < S::Q_PER_THREAD; i++) {
+            const int id = tid + SY_ATTN_GPU_THREADS * i, row = id / (DMAX / 8), piece = id % (DMAX / 8);
+            uint32_t qi, gi;
+            const bool row_ok = sy_attn_gpu_prefill_row(p, at, (uint32_t)row, &qi, &gi);
+            const int64_t from =
+                (q_row0 + at.i0 + qi) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + 8 * piece;
+            sy_cp_async16(q_tile + row * S::Q_ROW_BYTES + piece * 16, (const uint16_t *)p.c.q + (row_ok ? from : 0),
+                          row_ok ? 16 : 0);
+        }
+    }
 #pragma unroll
     for (int i = 0; i < S::STAGES - 1; i++) {
         if (first + i * S::KT < last)
@@ -297,15 +301,13 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 
     /* q's A fragments, read while the first tiles are in flight. q goes through the ring's last
      * stage (free until the loop's first refill; the warpgroup products keep it past the ring, to
-     * be read every tile): 16-byte loads of 8 dims a piece, stored as bf16 tiles
+     * be read every tile, where it was copied above when it could be): 16-byte loads of 8 dims a piece, stored as bf16 tiles
      * (hi and lo parts of an f32 q), from which ldmatrix gives each warp its fragments. (Loaded
      * straight into fragments, each lane read 4 scattered bytes at a time and the warps waited on
      * those loads one after another.) A negative softmax scale is moved into q's sign (exact), so
      * that the scores' scale is positive and the softmax can take the max of the raw products. */
-    constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
-    {
+    if (!q_copied) {
         const uint32_t q_sign = p.c.score_scale < 0.0f ? 0x80008000u : 0u;
-        unsigned char *const q_tile = ring + (S::WARPGROUP ? S::STAGES : S::STAGES - 1) * S::STAGE_BYTES;
         /* a thread's pieces in groups whose loads are all in flight at once (f32 pieces in groups
          * of 4, so that a group's 32 values leave room for the rest) */
         constexpr int GROUP = QPLANES && S::Q_PER_THREAD > 4 ? 4 : S::Q_PER_THREAD;
@@ -317,11 +319,11 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             for (int i = 0; i < GROUP; i++) {
                 const int id = tid + SY_ATTN_GPU_THREADS * (group0 + i);
                 row[i] = id / (DMAX / 8), piece[i] = id % (DMAX / 8);
-                const uint32_t qi = (uint32_t)row[i] / gc, gi = (uint32_t)row[i] % gc, d = (uint32_t)piece[i] * 8u;
-                const int64_t query = (int64_t)i0 + qi;
-                const bool row_ok = qi < p.queries_per_block && query < lq && g0 + gi < p.group;
-                const int64_t at = (q_row0 + query) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + d;
-                sy_gpu_load_act_run_as<8, IO>(p.c.q, at, row_ok && d < D ? (int)min(8u, D - d) : 0, p.q_vec, x[i]);
+                uint32_t qi, gi;
+                const uint32_t d = (uint32_t)piece[i] * 8u;
+                const bool row_ok = sy_attn_gpu_prefill_row(p, at, (uint32_t)row[i], &qi, &gi);
+                const int64_t from = (q_row0 + at.i0 + qi) * p.c.q_s0 + (int64_t)(h * p.group + g0 + gi) * p.c.q_s1 + d;
+                sy_gpu_load_act_run_as<8, IO>(p.c.q, from, row_ok && d < D ? (int)min(8u, D - d) : 0, p.q_vec, x[i]);
             }
 #pragma unroll
             for (int i = 0; i < GROUP; i++) {
@@ -334,14 +336,15 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                         hi[e] = sy_mma_pack_bf16x2(x[i][2 * e], x[i][2 * e + 1]); /* exact: x holds bf16 values */
                     hi[e] ^= q_sign, lo[e] ^= q_sign;
                 }
-                unsigned char *const at = q_tile + row[i] * S::Q_ROW_BYTES + piece[i] * 16;
-                sy_st_raw<16>(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
+                unsigned char *const dst = q_tile + row[i] * S::Q_ROW_BYTES + piece[i] * 16;
+                sy_st_raw<16>(dst, make_uint4(hi[0], hi[1], hi[2], hi[3]));
                 if constexpr (QPLANES)
-                    sy_st_raw<16>(at + S::Q_PLANE_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
+                    sy_st_raw<16>(dst + S::Q_PLANE_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
             }
         }
     }
-    __syncthreads(); /* q's tiles are complete */
+    if constexpr (!S::WARPGROUP)
+        __syncthreads(); /* q's tiles are complete (the warpgroup products' first read is in the loop) */
     /* ldmatrix row addresses of this lane: matrix lane / 8, row lane % 8 */
     const int mi = lane / 8, mr = lane % 8;
     /* register j of (mt, ks): rows 16 mt + g + 8 (j % 2) of the warp's, dims 16 ks + 2c + 8 (j / 2) */
@@ -539,10 +542,10 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             float sum = l[mt][hf];
             sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
             sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
-            const uint32_t r = (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * hf), qi = r / gc, gi = r % gc;
-            const int64_t query = (int64_t)i0 + qi;
-            if (qi >= p.queries_per_block || query >= lq || g0 + gi >= p.group)
+            uint32_t qi, gi;
+            if (!sy_attn_gpu_prefill_row(p, at, (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * hf), &qi, &gi))
                 continue;
+            const int64_t query = (int64_t)at.i0 + qi;
             const uint32_t head = h * p.group + g0 + gi;
             const float *sink = p.c.sinks ? &p.c.sinks[(int64_t)head * p.c.sinks_s0] : NULL;
             /* m back in natural-log units; the row's normalization worked out once (per element, the
@@ -550,6 +553,18 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
              * store, which may alias it: 85 instructions an output element) */
             const float f = sy_attn_gpu_norm_factor(sy_attn_gpu_norm_of(m[mt][hf] * LN2, sum, sink)) * p.c.out_scale;
             const int64_t out_row = (q_row0 + query) * p.c.out_s0 + (int64_t)head * p.c.out_s1;
+            /* bf16 pairs of a whole head: one conversion and one store a pair. (Through the general
+             * store, which rounds by hand and checks each pair's room, the warpgroup kernel's finish
+             * was 727 instructions a warp in its sm_90a SASS; 334 this way, most of them the
+             * normalization.) The conversion rounds to nearest even as sy_f32_to_bf16 does, and a
+             * NaN stays a NaN (its payload not kept). */
+            if (!QPLANES && p.out_pairs && D == DMAX) {
+                uint32_t *const out = (uint32_t *)((uint16_t *)p.c.out + out_row) + c;
+#pragma unroll
+                for (int dt = 0; dt < S::DT; dt++)
+                    out[4 * dt] = sy_mma_pack_bf16x2(o[mt][dt][2 * hf] * f, o[mt][dt][2 * hf + 1] * f);
+                continue;
+            }
 #pragma unroll
             for (int dt = 0; dt < S::DT; dt++) {
                 const uint32_t d = (uint32_t)(8 * dt + 2 * c);
