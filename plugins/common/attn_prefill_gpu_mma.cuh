@@ -378,6 +378,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         const unsigned char *k_tile = ring + st * S::STAGE_BYTES, *v_tile = k_tile + S::TILE_BYTES;
 
         float s[S::MT][S::NT][4], alpha[S::MT][2];
+        bool moved = false; /* a row of this thread's found a new max in this tile */
 
         /* The online softmax in log2 units over n-tiles [N0, N0 + NC) of S: the max over the raw
          * products (the scale is positive), each probability one FMA and one ex2, masked only where
@@ -385,7 +386,15 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
          * max and the sum run as two chains each (j = 0, 1), halving their dependent latency.
          * Instantiated twice, for keys that cross a row's range and for keys inside every row's:
          * the second has no branch, so the compiler interleaves the two half-rows' chains (with a
-         * run-time `masked`, each half-row was its own basic block). H200, in one process: 1 x 8192
+         * run-time `masked`, each half-row was its own basic block). A warp none of whose rows
+         * found a new max in the tile skips O's rescale (by 1, exactly: the results do not change),
+         * a multiply an accumulator a tile (the warpgroup kernel's unmasked tile: 294 instructions
+         * a warp instead of 320 in its sm_90a SASS; 326 when a row found one); in long rows most
+         * tiles find none. (FlashAttention-4 goes further and keeps a row's max until a tile's
+         * passes it by more than log2(256), which skips nearly every rescale; at that threshold the
+         * emulated lq1024 check's distance to the cpu plugin went from 1.9e-4 to 4.9e-4, because a
+         * tile's largest probability is no longer exactly 1 before its bf16 rounding; not done.)
+         * H200, in one process: 1 x 8192
          * 2.14-2.16 -> 2.08-2.10 ms, 8 x 2048 1.24-1.26 -> 1.15-1.18 ms, window 128 215-219 ->
          * 208-209 / 417-420 -> 402-413 us, the extend chunk 152 -> 147-149 us. Issuing the refill's
          * copies after QK's products instead of before was mixed (8 x 2048 and the extend chunk 2-3%
@@ -411,10 +420,13 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
                     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
                     /* -inf stays -inf under a zero scale, where the product would be NaN */
-                    const float m_new = fmaxf(m[mt][hf], tile_max == -INFINITY ? -INFINITY : tile_max * score_scale);
-                    const float base = m_new == -INFINITY ? 0.0f : m_new;
-                    alpha[mt][hf] = sy_attn_mma_exp2(m[mt][hf] - base);
-                    m[mt][hf] = m_new;
+                    const float candidate = tile_max == -INFINITY ? -INFINITY : tile_max * score_scale;
+                    const bool move = candidate > m[mt][hf];
+                    alpha[mt][hf] = move ? sy_attn_mma_exp2(m[mt][hf] - candidate) : 1.0f;
+                    moved |= move;
+                    if (move)
+                        m[mt][hf] = candidate;
+                    const float base = m[mt][hf] == -INFINITY ? 0.0f : m[mt][hf];
                     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
                     for (int nt = N0; nt < N0 + NC; nt++)
@@ -476,7 +488,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 #pragma unroll
             for (int kk = 0; kk < 4; kk++)
                 sy_attn_mma_pack_p(s[0], kk, pa[kk]);
-            rescale_o();
+            if (__any_sync(0xFFFFFFFFu, moved))
+                rescale_o();
             sy_wgmma_hold(o[0]);
             sy_wgmma_hold(pa);
             sy_wgmma_fence();
@@ -513,7 +526,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                     }
                 }
             softmax(std::integral_constant<int, 0>{}, std::integral_constant<int, S::NT>{});
-            rescale_o();
+            if (__any_sync(0xFFFFFFFFu, moved))
+                rescale_o();
 #pragma unroll
             for (int kk = 0; kk < S::KT / 16; kk++) {
                 uint32_t pa[S::MT][4];

@@ -251,6 +251,10 @@ static inline unsigned __reduce_max_sync(unsigned mask, unsigned value)
 {
     return (unsigned)sy_emu_reduce_sync(mask, value, true);
 }
+static inline int __any_sync(unsigned mask, int predicate)
+{
+    return (int)sy_emu_reduce_sync(mask, predicate != 0, true);
+}
 #endif
 
 namespace sy_emu {
