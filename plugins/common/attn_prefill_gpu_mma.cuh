@@ -188,9 +188,24 @@ struct sy_attn_prefill_mma_copies {
     }
 
     /* The copies of the K and V tile of keys [t0, t0 + KT) into one stage; keys from `lim` on are
-     * zeros (a zero V row keeps 0 x garbage out of the output). */
+     * zeros (a zero V row keeps 0 x garbage out of the output). A tile whose keys all exist (all
+     * but a sequence's last) takes one address a tensor and steps from it: 34 instructions a
+     * thread for its 8 copies instead of 57 with a bound check and a multiply-add each (sm_90a). */
     SY_DEV void issue(int lim, int t0, unsigned char *k_stage, unsigned char *v_stage) const
     {
+        if (t0 + S::KT <= lim) {
+            const unsigned char *kp = k + (uint64_t)(uint32_t)(t0 + key0) * k_row;
+            const unsigned char *vp = v + (uint64_t)(uint32_t)(t0 + key0) * v_row;
+            const uint64_t k_step = (uint64_t)k_row * KEY_STEP, v_step = (uint64_t)v_row * KEY_STEP;
+#pragma unroll
+            for (int i = 0; i < S::PER_THREAD; i++) {
+                const int at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
+                sy_cp_async16(k_stage + at, kp, 16);
+                sy_cp_async16(v_stage + at, vp, 16);
+                kp += k_step, vp += v_step;
+            }
+            return;
+        }
 #pragma unroll
         for (int i = 0; i < S::PER_THREAD; i++) {
             const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
