@@ -13,11 +13,15 @@
  *   S = Q K^T      q's fragments in registers for the whole call, K's from the shared tile with
  *                  ldmatrix (K rows are the k-major B as stored), k-steps outermost;
  *   online softmax on S in registers: a row's 64 scores sit in the 4 lanes of a quad, so its max
- *                  and sum are two shuffles; the max is taken of the raw products and each
- *                  probability is one FMA (the scale, in log2 units) and one ex2;
+ *                  is two shuffles; the max is taken of the raw products and each probability
+ *                  is one FMA (the scale, in log2 units) and one ex2;
  *   O += P V       the probabilities rounded to bf16 become A fragments without leaving the
  *                  registers (an m16n8 accumulator pair is an m16k16 A fragment), V's B fragments
- *                  come from the [key][dim] tile with ldmatrix .trans.
+ *                  come from the [key][dim] tile with ldmatrix .trans;
+ *   l += P 1       (warpgroup products) the rows' sums of the same bf16 P, as one more product
+ *                  with a B of ones (an n-tile of 8 equal columns): the sums come with O's
+ *                  accumulation instead of 32 adds a lane a tile and two shuffles a row, and O
+ *                  and l weigh the keys alike; mma.sync kernels add the f32 P in registers.
  * Rows of one block are queries i0 .. i0 + ROWS / gc of gc q heads (as the CUDA-core kernel), so a
  * causal block spans few queries and one K/V tile serves all gc heads. Only tiles that cross a
  * row's [lo, hi) are masked. Two variants (sy_attn_prefill_mma_shape): LONG for rows of many keys,
@@ -104,7 +108,10 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int ALIGN_SLACK = ASYNC ? 1024 : 0; /* dynamic shared memory is only 16-byte aligned */
     /* The warpgroup products keep q's tile in shared memory for the call, past the ring, and read
      * its A fragments again every tile; mma.sync holds them in registers and stages q in the ring. */
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (ASYNC ? ROWS * Q_ROW_BYTES : 0) + ALIGN_SLACK;
+    /* ... and a 1024-byte tile of bf16 ones past q's, the B of the products that sum P's rows. */
+    static constexpr int ONES_OFFSET = STAGES * STAGE_BYTES + (ASYNC ? ROWS * Q_ROW_BYTES : 0);
+    static constexpr int ONES_BYTES = ASYNC ? 1024 : 0;
+    static constexpr int SMEM_BYTES = ONES_OFFSET + ONES_BYTES + ALIGN_SLACK;
     static constexpr int PIECES = KT * DMAX / 8;       /* 16-byte pieces of one tensor's tile */
     static constexpr int PER_THREAD = PIECES / SY_ATTN_GPU_THREADS;
     static constexpr int Q_PLANES = QPLANES ? 2 : 1;   /* q's bf16 tiles: (hi, lo) for f32 */
@@ -113,7 +120,7 @@ struct sy_attn_prefill_mma_shape {
     static_assert(PIECES % SY_ATTN_GPU_THREADS == 0 && KS % 2 == 0 && NT % 2 == 0 && DT % 2 == 0, "whole x4 loads");
     static_assert(Q_PLANES * Q_PLANE_BYTES <= STAGE_BYTES && Q_PER_THREAD * SY_ATTN_GPU_THREADS == ROWS * (DMAX / 8),
                   "q's tiles fit one stage, in whole pieces a thread");
-    static_assert(!ASYNC || TILE_BYTES % 1024 == 0, "every K and V tile on a swizzle boundary");
+    static_assert(!ASYNC || (TILE_BYTES % 1024 == 0 && ONES_OFFSET % 1024 == 0), "every K and V tile, and the ones, on a swizzle boundary");
 
     /* Byte offset of the 16-byte piece `piece` (dims 8 piece ..) of key `key` in a K or V tile. */
     static SY_DEV constexpr int kv_offset(int key, int piece)
@@ -273,13 +280,23 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     const int last = (int)span_hi, first = span_lo < span_hi ? (int)span_lo / S::KT * S::KT : last;
     const int full_lo = (int)inner_lo, full_hi = (int)inner_hi;
 
-    float o[S::MT][S::DT][4], m[S::MT][2], l[S::MT][2];
+    /* l: the rows' sums of P. The warpgroup kernel takes them as products of P and a matrix of
+     * ones beside O's (an n-tile of 8 equal columns, C fragments as O's: registers 0, 1 row g, 2, 3
+     * row g + 8). The mma.sync kernels add a lane's probabilities into register 2 hf and sum the
+     * quad at the end: the 4 more registers of the products' fragment made ptxas spill into the
+     * key-tile loop of the 64-key mma.sync kernel (3 loads a tile), under the bound of 4 blocks an
+     * SM. */
+    float o[S::MT][S::DT][4], m[S::MT][2], l[S::MT][4];
     sy_mma_zero(o);
 #pragma unroll
-    for (int mt = 0; mt < S::MT; mt++)
+    for (int mt = 0; mt < S::MT; mt++) {
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
-            m[mt][hf] = -INFINITY, l[mt][hf] = 0.0f;
+            m[mt][hf] = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            l[mt][j] = 0.0f;
+    }
     /* tiles 0 .. STAGES - 2 into their stages, one commit group each (empty past the range), so
      * that tile i is always group i */
     unsigned char *ring = sy_prefill_mma_smem;
@@ -379,6 +396,15 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                 sy_ldmatrix_x4<false>(q_lo[mt][ks], at + S::Q_PLANE_BYTES);
         }
     const float score_scale = fabsf(p.c.score_scale) * LOG2E;
+    /* the warpgroup products' ones (every layout of a matrix of ones is one), published with the
+     * loop's first fence and barrier */
+    uint64_t ones_desc = 0;
+    if constexpr (S::WARPGROUP) {
+        static_assert(S::ONES_BYTES == 8 * SY_ATTN_GPU_THREADS, "8 bytes of ones a thread");
+        constexpr uint32_t BF16_ONES = 0x3F803F80u; /* a pair of bf16 1.0 */
+        ((uint2 *)(ring + S::ONES_OFFSET))[tid] = make_uint2(BF16_ONES, BF16_ONES);
+        ones_desc = sy_wgmma_desc_sw128(ring + S::ONES_OFFSET);
+    }
     /* One barrier a tile: it says that tile t0 has landed for every thread and that every warp is
      * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
     for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st = st + 1 == S::STAGES ? 0 : st + 1) {
@@ -397,8 +423,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 
         /* The online softmax in log2 units over n-tiles [N0, N0 + NC) of S: the max over the raw
          * products (the scale is positive), each probability one FMA and one ex2, masked only where
-         * those keys cross a row's range; alpha gets the factor O's rows are to be rescaled by. The
-         * max and the sum run as two chains each (j = 0, 1), halving their dependent latency.
+         * those keys cross a row's range; alpha gets the factor O's rows (and their sums) are to be
+         * rescaled by. The max runs as two chains (j = 0, 1), halving its dependent latency.
          * Instantiated twice, for keys that cross a row's range and for keys inside every row's:
          * the second has no branch, so the compiler interleaves the two half-rows' chains (with a
          * run-time `masked`, each half-row was its own basic block). A warp none of whose rows
@@ -454,7 +480,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                             s[mt][nt][2 * hf + j] = e;
                             sum[j] += e;
                         }
-                    l[mt][hf] = l[mt][hf] * alpha[mt][hf] + (sum[0] + sum[1]);
+                    if constexpr (!S::WARPGROUP)
+                        l[mt][2 * hf] = l[mt][2 * hf] * alpha[mt][hf] + (sum[0] + sum[1]);
                 }
         };
         const auto softmax = [&](auto first_tag, auto count_tag) {
@@ -468,10 +495,13 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 #pragma unroll
             for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
-                for (int dt = 0; dt < S::DT; dt++)
+                for (int j = 0; j < 4; j++) {
 #pragma unroll
-                    for (int j = 0; j < 4; j++)
+                    for (int dt = 0; dt < S::DT; dt++)
                         o[mt][dt][j] *= alpha[mt][j / 2];
+                    if constexpr (S::WARPGROUP)
+                        l[mt][j] *= alpha[mt][j / 2];
+                }
         };
 
         if constexpr (S::WARPGROUP) {
@@ -506,15 +536,19 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             if (__any_sync(0xFFFFFFFFu, moved))
                 rescale_o();
             sy_wgmma_hold(o[0]);
+            sy_wgmma_hold(l);
             sy_wgmma_hold(pa);
             sy_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++)
+            for (int kk = 0; kk < 4; kk++) {
                 sy_wgmma_m64n64k16<1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
+                sy_wgmma_m64n8k16<0, true>(l, pa[kk], ones_desc);
+            }
             sy_wgmma_commit();
             /* waited for before the next tile: its refill overwrites this V, and its softmax rescales O */
             sy_wgmma_wait<0>();
             sy_wgmma_hold(o[0]);
+            sy_wgmma_hold(l);
             sy_wgmma_hold(pa);
         } else {
             sy_mma_zero(s);
@@ -568,9 +602,11 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     for (int mt = 0; mt < S::MT; mt++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
-            float sum = l[mt][hf];
-            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
-            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+            float sum = l[mt][2 * hf];
+            if constexpr (!S::WARPGROUP) {
+                sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+                sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+            }
             uint32_t qi, gi;
             if (!sy_attn_gpu_prefill_row(p, at, (uint32_t)(warp * 16 * S::MT + mt * 16 + g + 8 * hf), &qi, &gi))
                 continue;

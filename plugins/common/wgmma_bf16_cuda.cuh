@@ -160,5 +160,32 @@ static __device__ __forceinline__ void sy_wgmma_m64n64k16(float (&d)[8][4], cons
 #endif
 }
 
+/* d = a b (ACCUMULATE: d += a b) over a 64 x 8 x 16 tile, as sy_wgmma_m64n64k16 with one n-tile. */
+template <int TRANS_B, bool ACCUMULATE>
+static __device__ __forceinline__ void sy_wgmma_m64n8k16(float (&d)[1][4], const uint32_t (&a)[4], uint64_t b)
+{
+#if SY_WGMMA_DEVICE
+#define SY_WGMMA_M64N8K16(acc)                                                                      \
+    asm volatile("{\n.reg .pred p;\n.reg .b32 t;\nmov.b32 t, %9;\nsetp.ne.b32 p, t, 0;\n"             \
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "                               \
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, %10;\n}\n"                              \
+                 : acc(d[0][0]), acc(d[0][1]), acc(d[0][2]), acc(d[0][3])                              \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0), "n"(TRANS_B))
+#define SY_WGMMA_READ_WRITE(x) "+f"(x)
+#define SY_WGMMA_WRITE(x) "=f"(x)
+    if constexpr (ACCUMULATE)
+        SY_WGMMA_M64N8K16(SY_WGMMA_READ_WRITE);
+    else
+        SY_WGMMA_M64N8K16(SY_WGMMA_WRITE);
+#undef SY_WGMMA_WRITE
+#undef SY_WGMMA_READ_WRITE
+#undef SY_WGMMA_M64N8K16
+#elif defined(SY_EMU_TENSOR_CORES)
+    sy_emu_wgmma_bf16(&d[0][0], 8, a, b, TRANS_B != 0, ACCUMULATE);
+#else
+    (void)d, (void)a, (void)b;
+    __trap(); /* only the sm_90a kernels call it */
+#endif
+}
 
 #endif
