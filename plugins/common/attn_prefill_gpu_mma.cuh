@@ -521,10 +521,10 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             const uint64_t k_desc = sy_wgmma_desc_sw128(k_tile), v_desc = sy_wgmma_desc_sw128(v_tile);
             sy_wgmma_hold(s[0]);
             sy_wgmma_fence();
-            sy_wgmma_m64n64k16<0, false>(s[0], qa[0], k_desc);
+            sy_wgmma_m64k16<64, 0, false>(s[0], qa[0], k_desc);
 #pragma unroll
             for (int ks = 1; ks < S::KS; ks++)
-                sy_wgmma_m64n64k16<0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, 32 * ks));
+                sy_wgmma_m64k16<64, 0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, 32 * ks));
             sy_wgmma_commit();
             sy_wgmma_wait<0>();
             sy_wgmma_hold(s[0]);
@@ -541,8 +541,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             sy_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                sy_wgmma_m64n64k16<1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
-                sy_wgmma_m64n8k16<0, true>(l, pa[kk], ones_desc);
+                sy_wgmma_m64k16<64, 1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
+                sy_wgmma_m64k16<8, 0, true>(l, pa[kk], ones_desc);
             }
             sy_wgmma_commit();
             /* waited for before the next tile: its refill overwrites this V, and its softmax rescales O */

@@ -121,67 +121,47 @@ static __device__ __forceinline__ void sy_fence_proxy_async(void)
 #endif
 }
 
-/* d = a b (ACCUMULATE: d += a b) over a 64 x 64 x 16 tile, a in registers, b from shared memory
- * (TRANS_B: N-major). Without ACCUMULATE d's registers are only written, so the compiler may
- * reuse them until then. */
-template <int TRANS_B, bool ACCUMULATE>
-static __device__ __forceinline__ void sy_wgmma_m64n64k16(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b)
+/* d = a b (ACCUMULATE: d += a b) over a 64 x N x 16 tile (N 64 or 8), a in registers, b from
+ * shared memory (TRANS_B: N-major). Without ACCUMULATE d's registers are only written, so the
+ * compiler may reuse them until then. The accumulate flag goes in as a predicate (scale-d). */
+template <int N, int TRANS_B, bool ACCUMULATE>
+static __device__ __forceinline__ void sy_wgmma_m64k16(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b)
 {
+    static_assert(N == 64 || N == 8, "the shapes the kernels take");
 #if SY_WGMMA_DEVICE
+#define SY_WGMMA_PRED(at) "{\n.reg .pred p;\n.reg .b32 t;\nmov.b32 t, %" at ";\nsetp.ne.b32 p, t, 0;\n"
+#define SY_WGMMA_D4(acc, j) acc(d[j][0]), acc(d[j][1]), acc(d[j][2]), acc(d[j][3])
 #define SY_WGMMA_M64N64K16(acc)                                                                     \
-    asm volatile("{\n.reg .pred p;\n.reg .b32 t;\nmov.b32 t, %37;\nsetp.ne.b32 p, t, 0;\n"          \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "                                  \
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                    \
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "                                    \
-                 "{%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"                                              \
-                 : acc(d[0][0]), acc(d[0][1]), acc(d[0][2]), acc(d[0][3]), \
-                   acc(d[1][0]), acc(d[1][1]), acc(d[1][2]), acc(d[1][3]), \
-                   acc(d[2][0]), acc(d[2][1]), acc(d[2][2]), acc(d[2][3]), \
-                   acc(d[3][0]), acc(d[3][1]), acc(d[3][2]), acc(d[3][3]), \
-                   acc(d[4][0]), acc(d[4][1]), acc(d[4][2]), acc(d[4][3]), \
-                   acc(d[5][0]), acc(d[5][1]), acc(d[5][2]), acc(d[5][3]), \
-                   acc(d[6][0]), acc(d[6][1]), acc(d[6][2]), acc(d[6][3]), \
-                   acc(d[7][0]), acc(d[7][1]), acc(d[7][2]), acc(d[7][3]) \
+    asm volatile(SY_WGMMA_PRED("37") "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "         \
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                             \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "                  \
+                 "{%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"                                         \
+                 : SY_WGMMA_D4(acc, 0), SY_WGMMA_D4(acc, 1), SY_WGMMA_D4(acc, 2), SY_WGMMA_D4(acc, 3),  \
+                   SY_WGMMA_D4(acc, 4), SY_WGMMA_D4(acc, 5), SY_WGMMA_D4(acc, 6), SY_WGMMA_D4(acc, 7)   \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0), "n"(TRANS_B))
-#define SY_WGMMA_READ_WRITE(x) "+f"(x)
-#define SY_WGMMA_WRITE(x) "=f"(x)
-    if constexpr (ACCUMULATE)
-        SY_WGMMA_M64N64K16(SY_WGMMA_READ_WRITE);
-    else
-        SY_WGMMA_M64N64K16(SY_WGMMA_WRITE);
-#undef SY_WGMMA_WRITE
-#undef SY_WGMMA_READ_WRITE
-#undef SY_WGMMA_M64N64K16
-#elif defined(SY_EMU_TENSOR_CORES)
-    sy_emu_wgmma_bf16(&d[0][0], 64, a, b, TRANS_B != 0, ACCUMULATE);
-#else
-    (void)d, (void)a, (void)b;
-    __trap(); /* only the sm_90a kernels call it */
-#endif
-}
-
-/* d = a b (ACCUMULATE: d += a b) over a 64 x 8 x 16 tile, as sy_wgmma_m64n64k16 with one n-tile. */
-template <int TRANS_B, bool ACCUMULATE>
-static __device__ __forceinline__ void sy_wgmma_m64n8k16(float (&d)[1][4], const uint32_t (&a)[4], uint64_t b)
-{
-#if SY_WGMMA_DEVICE
 #define SY_WGMMA_M64N8K16(acc)                                                                      \
-    asm volatile("{\n.reg .pred p;\n.reg .b32 t;\nmov.b32 t, %9;\nsetp.ne.b32 p, t, 0;\n"             \
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "                               \
+    asm volatile(SY_WGMMA_PRED("9") "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "           \
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, %10;\n}\n"                              \
-                 : acc(d[0][0]), acc(d[0][1]), acc(d[0][2]), acc(d[0][3])                              \
+                 : SY_WGMMA_D4(acc, 0)                                                                 \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0), "n"(TRANS_B))
 #define SY_WGMMA_READ_WRITE(x) "+f"(x)
 #define SY_WGMMA_WRITE(x) "=f"(x)
-    if constexpr (ACCUMULATE)
+    if constexpr (N == 64 && ACCUMULATE)
+        SY_WGMMA_M64N64K16(SY_WGMMA_READ_WRITE);
+    else if constexpr (N == 64)
+        SY_WGMMA_M64N64K16(SY_WGMMA_WRITE);
+    else if constexpr (ACCUMULATE)
         SY_WGMMA_M64N8K16(SY_WGMMA_READ_WRITE);
     else
         SY_WGMMA_M64N8K16(SY_WGMMA_WRITE);
 #undef SY_WGMMA_WRITE
 #undef SY_WGMMA_READ_WRITE
 #undef SY_WGMMA_M64N8K16
+#undef SY_WGMMA_M64N64K16
+#undef SY_WGMMA_D4
+#undef SY_WGMMA_PRED
 #elif defined(SY_EMU_TENSOR_CORES)
-    sy_emu_wgmma_bf16(&d[0][0], 8, a, b, TRANS_B != 0, ACCUMULATE);
+    sy_emu_wgmma_bf16(&d[0][0], N, a, b, TRANS_B != 0, ACCUMULATE);
 #else
     (void)d, (void)a, (void)b;
     __trap(); /* only the sm_90a kernels call it */
