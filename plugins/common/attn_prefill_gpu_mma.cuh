@@ -398,12 +398,12 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     const float score_scale = fabsf(p.c.score_scale) * LOG2E;
     /* the warpgroup products' ones (every layout of a matrix of ones is one), published with the
      * loop's first fence and barrier */
-    uint64_t ones_desc = 0;
+    uint64_t ring_desc = 0; /* the descriptor of the ring's start, which the tiles' are steps from */
     if constexpr (S::WARPGROUP) {
         static_assert(S::ONES_BYTES == 8 * SY_ATTN_GPU_THREADS, "8 bytes of ones a thread");
         constexpr uint32_t BF16_ONES = 0x3F803F80u; /* a pair of bf16 1.0 */
         ((uint2 *)(ring + S::ONES_OFFSET))[tid] = make_uint2(BF16_ONES, BF16_ONES);
-        ones_desc = sy_wgmma_desc_sw128(ring + S::ONES_OFFSET);
+        ring_desc = sy_wgmma_desc_sw128(ring);
     }
     /* One barrier a tile: it says that tile t0 has landed for every thread and that every warp is
      * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
@@ -518,7 +518,9 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
              * had placed O's rescale after the fence, where the PTX ISA does not let accumulators
              * be written), and the fence only orders what comes before it. A hold after a wait
              * keeps the registers the products read (q, P) from being reused before it. */
-            const uint64_t k_desc = sy_wgmma_desc_sw128(k_tile), v_desc = sy_wgmma_desc_sw128(v_tile);
+            const uint64_t k_desc = sy_wgmma_desc_advance(ring_desc, st * S::STAGE_BYTES);
+            const uint64_t v_desc = sy_wgmma_desc_advance(k_desc, S::TILE_BYTES);
+            const uint64_t ones_desc = sy_wgmma_desc_advance(ring_desc, S::ONES_OFFSET);
             sy_wgmma_hold(s[0]);
             sy_wgmma_fence();
             sy_wgmma_m64k16<64, 0, false>(s[0], qa[0], k_desc);
