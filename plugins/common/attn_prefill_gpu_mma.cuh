@@ -51,7 +51,7 @@
 #ifndef SY_ATTN_PREFILL_GPU_MMA_CUH
 #define SY_ATTN_PREFILL_GPU_MMA_CUH
 
-#include <limits.h>
+#include <float.h>
 #include <stdint.h>
 
 #include <type_traits>
@@ -395,7 +395,13 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             if constexpr (QPLANES)
                 sy_ldmatrix_x4<false>(q_lo[mt][ks], at + S::Q_PLANE_BYTES);
         }
-    const float score_scale = fabsf(p.c.score_scale) * LOG2E;
+    /* A zero scale becomes the least normal float: every product times it is 0 or below 2^-90 (for
+     * products under 2^36), whose ex2 is exactly 1, as at zero, while a masked -inf stays -inf and
+     * its probability 0 (at zero, 0 x -inf would be NaN), so no element needs a check. A NaN scale
+     * stays NaN. */
+    float score_scale = fabsf(p.c.score_scale) * LOG2E;
+    if (score_scale == 0.0f)
+        score_scale = FLT_MIN;
     /* the warpgroup products' ones (every layout of a matrix of ones is one), published with the
      * loop's first fence and barrier */
     uint64_t ring_desc = 0; /* the descriptor of the ring's start, which the tiles' are steps from */
@@ -460,8 +466,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                     float tile_max = fmaxf(mx[0], mx[1]);
                     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
                     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
-                    /* -inf stays -inf under a zero scale, where the product would be NaN */
-                    const float candidate = tile_max == -INFINITY ? -INFINITY : tile_max * score_scale;
+                    const float candidate = tile_max * score_scale;
                     const bool move = candidate > m[mt][hf];
                     alpha[mt][hf] = move ? sy_attn_mma_exp2(m[mt][hf] - candidate) : 1.0f;
                     moved |= move;
@@ -474,9 +479,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
                             const float x = s[mt][nt][2 * hf + j];
-                            float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
-                            if (masked && x == -INFINITY) /* a zero scale would make the masked 0 x -inf NaN */
-                                e = 0.0f;
+                            const float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
                             s[mt][nt][2 * hf + j] = e;
                             sum[j] += e;
                         }
