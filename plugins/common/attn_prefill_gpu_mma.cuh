@@ -435,8 +435,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
          * the second has no branch, so the compiler interleaves the two half-rows' chains (with a
          * run-time `masked`, each half-row was its own basic block). A warp none of whose rows
          * found a new max in the tile skips O's rescale (by 1, exactly: the results do not change),
-         * a multiply an accumulator a tile (the warpgroup kernel's unmasked tile: 294 instructions
-         * a warp instead of 320 in its sm_90a SASS; 326 when a row found one); in long rows most
+         * a multiply an accumulator a tile (the warpgroup kernel's unmasked tile is 242
+         * instructions a warp when it skips, 278 when not, in its sm_90a SASS); in long rows most
          * tiles find none. (FlashAttention-4 goes further and keeps a row's max until a tile's
          * passes it by more than log2(256), which skips nearly every rescale; at that threshold the
          * emulated lq1024 check's distance to the cpu plugin went from 1.9e-4 to 4.9e-4, because a
