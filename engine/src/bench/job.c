@@ -206,11 +206,16 @@ void *sy_bench_job_upload(sy_bench_job *j, const void *host, size_t bytes)
     return device_result(j, st, p, &err);
 }
 
+void *sy_bench_job_uniform_f32(sy_bench_job *j, uint64_t count, double lo, double hi)
+{
+    float *host = sy_bench_job_host(j, count * sizeof(float));
+    sy_conf_fill_uniform(&j->rng, host, count, lo, hi);
+    return sy_bench_job_upload(j, host, count * sizeof(float));
+}
+
 void *sy_bench_job_sinks(sy_bench_job *j, uint32_t q_heads)
 {
-    float *sinks = sy_bench_job_host(j, q_heads * sizeof(float));
-    sy_conf_fill_uniform(&j->rng, sinks, q_heads, 1.0, 7.0);
-    return sy_bench_job_upload(j, sinks, q_heads * sizeof(float));
+    return sy_bench_job_uniform_f32(j, q_heads, 1.0, 7.0);
 }
 
 uint32_t sy_bench_job_copies(sy_bench_job *j, uint64_t set_bytes)

@@ -68,6 +68,9 @@ void *sy_bench_job_host(sy_bench_job *j, size_t bytes);
 void *sy_bench_job_alloc(sy_bench_job *j, size_t bytes);
 void *sy_bench_job_random(sy_bench_job *j, int32_t dtype, uint64_t count);
 void *sy_bench_job_upload(sy_bench_job *j, const void *host, size_t bytes);
+/* `count` f32 values uniform in [lo, hi), drawn on the host from the job's generator (for inputs
+ * small enough that the device generator, which makes no f32, is not needed). */
+void *sy_bench_job_uniform_f32(sy_bench_job *j, uint64_t count, double lo, double hi);
 /* Hq sinks (f32) drawn from [1, 7), as gpt-oss's learned sinks are of order one to a few. */
 void *sy_bench_job_sinks(sy_bench_job *j, uint32_t q_heads);
 

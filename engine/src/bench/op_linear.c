@@ -22,14 +22,10 @@ static sy_status linear_once(void *user, uint32_t copy, sy_error *err)
     return l->ops->linear(l->ctx, l->stream, &l->args[copy], err);
 }
 
-/* x and bias may be f32, which the device generator does not make; they are small, so the host draws them. */
+/* x and the bias may be f32, which the device generator does not make; they are small. */
 static void *random_input(sy_bench_job *j, int32_t dtype, uint64_t count)
 {
-    if (dtype != F32)
-        return sy_bench_job_random(j, dtype, count);
-    float *host = sy_bench_job_host(j, count * sizeof(float));
-    sy_conf_fill_uniform(&j->rng, host, count, -1.0, 1.0);
-    return sy_bench_job_upload(j, host, count * sizeof(float));
+    return dtype == F32 ? sy_bench_job_uniform_f32(j, count, -1.0, 1.0) : sy_bench_job_random(j, dtype, count);
 }
 
 static int caps_cover(sy_bench_job *j, const sy_plugin_desc *plugin, const sy_bench_shape *s)
