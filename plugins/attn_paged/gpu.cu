@@ -75,7 +75,7 @@ extern "C" sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **out,
     ctx->host = host;
     ctx->multiprocessors = info.multiprocessors ? info.multiprocessors : 1;
 #if defined(SY_VENDOR_CUDA)
-    ctx->prefill_warpgroup = sy_attn_gpu_prefill_warpgroup_runs(info.cc_major, info.cc_minor);
+    ctx->prefill_warpgroup = sy_wgmma_runs_on(info.cc_major, info.cc_minor);
 #elif defined(SY_EMU_TENSOR_CORES)
     ctx->prefill_warpgroup = true; /* emulated as an sm_90a build on an H200 runs it */
 #endif

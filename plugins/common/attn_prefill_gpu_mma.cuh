@@ -670,20 +670,8 @@ static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p,
     return SY_OK;
 }
 
-/* Whether this build can run the warpgroup products on a device of compute capability
- * cc_major.cc_minor: only sm_90a code has them, and only an sm_90 device runs sm_90a code. */
-static inline bool sy_attn_gpu_prefill_warpgroup_runs(uint32_t cc_major, uint32_t cc_minor)
-{
-#if defined(SY_CUDA_SM90A)
-    return cc_major == 9 && cc_minor == 0;
-#else
-    (void)cc_major, (void)cc_minor;
-    return false;
-#endif
-}
-
 /* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;
- * warpgroup: sy_attn_gpu_prefill_warpgroup_runs's for the device, where the 64-key variant takes
+ * warpgroup: sy_wgmma_runs_on's answer for the device, where the 64-key variant takes
  * the warpgroup products at head dim 64 with bf16 q (an f32 q's two bf16 planes do not fit its
  * stage) for every row length.
  * History. LONG ran on the warpgroup products first (sessions 17-18: its 128-key tile as two

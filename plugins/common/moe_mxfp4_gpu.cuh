@@ -114,8 +114,11 @@ static_assert(MOE_GPU_TILES * MOE_GPU_TOKENS * MOE_GPU_TILE_ROWS <= MOE_GPU_THRE
 
 typedef struct moe_gpu_ctx {
     uint32_t gate_up_layout;
+    bool warpgroup; /* the wide product on Hopper's warpgroup products (moe_gpu_warpgroup_runs) */
     sy_gpu_workspace ws;
 } moe_gpu_ctx;
+
+static bool moe_gpu_warpgroup_runs(const sy_host_api *host);
 
 extern "C" sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gate_up_layout, void **ctx, sy_error *err)
 {
@@ -127,6 +130,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_init(const sy_host_api *host, uint32_t gat
     if (!c)
         return sy_op_fail(err, SY_E_NOMEM, "moe init: out of memory for the plugin context");
     c->gate_up_layout = gate_up_layout;
+    c->warpgroup = moe_gpu_warpgroup_runs(host);
     c->ws.host = host;
     *ctx = c;
     return SY_OK;
@@ -846,6 +850,29 @@ static int32_t moe_gpu_chunk_tokens(int64_t pairs, uint32_t experts)
 #endif
 }
 
+/* Whether the device of `host`'s backend runs this build's warpgroup product: an sm_90 device and
+ * sm_90a code (sy_wgmma_runs_on); the emulator runs it as such a build would on an H200. A
+ * backend that does not say gets the mma.sync product, which every tensor-core device runs. */
+static bool moe_gpu_warpgroup_runs(const sy_host_api *host)
+{
+#if defined(SY_EMU_TENSOR_CORES)
+    (void)host;
+    return true;
+#elif SY_MOE_TENSOR_CORES
+    if (!host || !host->backend || !host->backend->device_info)
+        return false;
+    sy_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sy_error ignored;
+    return host->backend->device_info(host->backend_ctx, &info, &ignored) == SY_OK &&
+           sy_wgmma_runs_on(info.cc_major, info.cc_minor);
+#else
+    (void)host;
+    return false;
+#endif
+}
+
 /* At most one chunk an expert is partly filled. */
 static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk_tokens)
 {
@@ -854,8 +881,8 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 
 #if SY_MOE_TENSOR_CORES
 /* Row blockIdx.x of `in` (x, or act where the SwiGLU has no bound) as the tensor-core product's
- * input [rows][cols]: 16-byte aligned rows, each group of 8 in the pair order of
- * sy_e2m1_pair_slot, times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
+ * input [rows][cols]: 16-byte aligned rows in the order of the product that takes them
+ * (sy_e2m1_input_slot: warpgroup or mma.sync), times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
  * two above the row's largest finite magnitude (e = 0 for a row of zeros). bf16 rows as one bf16
  * plane (exact), f32 rows as two, the high parts at hi and the bf16 of the remainders `plane`
  * elements further. e goes to row_exp for the product's epilogue. One block a row, each thread MOE_GPU_STAGE_PER elements of a pass loaded
@@ -864,8 +891,8 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 enum { MOE_GPU_STAGE_PER = 12 };
 
 static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
-    moe_gpu_stage_kernel(const void *in, int32_t dtype, int64_t in_stride, uint32_t cols, uint16_t *hi, size_t plane,
-                         int32_t *row_exp)
+    moe_gpu_stage_kernel(const void *in, int32_t dtype, int64_t in_stride, uint32_t cols, bool warpgroup, uint16_t *hi,
+                         size_t plane, int32_t *row_exp)
 {
     __shared__ float scratch[SY_MAX_WARPS_PER_BLOCK];
     sy_gpu_wait_for_previous_kernel();
@@ -901,7 +928,7 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
             const uint32_t i = c0 + (uint32_t)j * blockDim.x + threadIdx.x;
             if (i >= cols)
                 break;
-            const uint32_t at = (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
+            const uint32_t at = sy_e2m1_input_slot(i, warpgroup);
             const float y = moe_gpu_times_pow2(v[j], scale);
             if (dtype == SY_DTYPE_F32)
                 sy_mma_split_bf16_one(y, &out[at], &out[plane + at]);
@@ -932,14 +959,14 @@ static int32_t moe_gpu_act_exponent(float alpha, float limit)
 
 /* The grouped product of one matrix over every chunk: tensor cores on CUDA, CUDA cores on HIP. */
 template <bool W13>
-static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tokens, unsigned max_chunks,
-                                        gpuStream_t gs, sy_error *err)
+static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tokens, bool warpgroup,
+                                        unsigned max_chunks, gpuStream_t gs, sy_error *err)
 {
 #if SY_MOE_TENSOR_CORES
-    return g.in_lo_offset ? moe_mma_launch<W13, true>(g, chunk_tokens, max_chunks, gs, err)
-                          : moe_mma_launch<W13, false>(g, chunk_tokens, max_chunks, gs, err);
+    return g.in_lo_offset ? moe_mma_launch<W13, true>(g, chunk_tokens, warpgroup, max_chunks, gs, err)
+                          : moe_mma_launch<W13, false>(g, chunk_tokens, warpgroup, max_chunks, gs, err);
 #else
-    (void)chunk_tokens;
+    (void)chunk_tokens, (void)warpgroup;
     const unsigned slices = W13 ? g.out_rows / MOE_GPU_W13_INDICES : (g.out_rows + MOE_GPU_W2_ROWS - 1) / MOE_GPU_W2_ROWS;
     SY_GPU_LAUNCH(dim3(max_chunks, slices), MOE_GPU_THREADS, 0, gs, moe_gpu_gemm_kernel<W13>)(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe grouped product (w13)" : "moe grouped product (w2)");
@@ -1063,6 +1090,12 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     plan.valid = s.valid;
     plan.experts = E;
     plan.chunk_tokens = moe_gpu_chunk_tokens(T * k, E);
+#if SY_MOE_TENSOR_CORES
+    /* the inputs' order and the product that reads them: one choice for the whole call */
+    const bool warpgroup = c->warpgroup && plan.chunk_tokens > MOE_MMA_TOKENS;
+#else
+    const bool warpgroup = false;
+#endif
 
     moe_gpu_gemm g;
     memset(&g, 0, sizeof g);
@@ -1104,7 +1137,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         {
             const size_t plane = (size_t)max_tokens * d.hidden;
             SY_GPU_LAUNCH_CHAINED((unsigned)tokens, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_stage_kernel)(
-                g.in, a->x.dtype, x_stride, d.hidden, s.x_planes, plane, s.x_exp);
+                g.in, a->x.dtype, x_stride, d.hidden, warpgroup, s.x_planes, plane, s.x_exp);
             SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (x)");
             g.in = s.x_planes;
             g.in_dtype = SY_DTYPE_BF16;
@@ -1117,7 +1150,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
 #endif
         g.out_hi = (uint16_t *)s.act;
         g.out_lo_offset = (int64_t)max_pairs * d.intermediate;
-        st = moe_gpu_launch_product<true>(g, plan.chunk_tokens, max_chunks, gs, err);
+        st = moe_gpu_launch_product<true>(g, plan.chunk_tokens, warpgroup, max_chunks, gs, err);
         if (st != SY_OK)
             return st;
 
@@ -1137,13 +1170,13 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.in_exp_fixed = act_exp;
         if (act_exp == 0) {
             SY_GPU_LAUNCH_CHAINED((unsigned)pairs, MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_stage_kernel)(
-                s.act, SY_DTYPE_F32, d.intermediate, d.intermediate, s.act_planes, g.out_lo_offset, s.act_exp);
+                s.act, SY_DTYPE_F32, d.intermediate, d.intermediate, warpgroup, s.act_planes, g.out_lo_offset, s.act_exp);
             SY_GPU_CHECK_LAUNCH(err, "moe_gpu_stage_kernel (act)");
             g.in = s.act_planes;
             g.in_exp = s.act_exp;
         }
 #endif
-        st = moe_gpu_launch_product<false>(g, plan.chunk_tokens, max_chunks, gs, err);
+        st = moe_gpu_launch_product<false>(g, plan.chunk_tokens, warpgroup, max_chunks, gs, err);
         if (st != SY_OK)
             return st;
 

@@ -68,6 +68,7 @@
 #include "cp_async_cuda.cuh"
 #include "mxfp4_bf16_pairs.h"
 #include "mma_bf16_cuda.cuh"
+#include "wgmma_bf16_cuda.cuh"
 
 enum {
     MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
@@ -83,6 +84,9 @@ enum {
     MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
     MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
     MOE_MMA_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2 + 64, /* bf16: 320 bytes, 64 off a 128-byte multiple */
+    /* The warpgroup product's staged row: two 128-byte swizzled rows (64 k each), no padding. */
+    MOE_MMA_WG_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2,
+    MOE_MMA_WG_ALIGN_SLACK = 1024, /* dynamic shared memory is only 16-byte aligned; swizzled tiles need 1024 */
     MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
     MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
     /* Two stages of the largest chunk shape (20 KB). */
@@ -95,6 +99,7 @@ enum {
     MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4,
     MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
     MOE_MMA_WIDE_SMEM_BYTES = MOE_MMA_WIDE_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
+    MOE_MMA_WG_SMEM_BYTES = MOE_MMA_WIDE_SMEM_BYTES + MOE_MMA_WG_ALIGN_SLACK,
     MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
     MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
 };
@@ -105,14 +110,19 @@ static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy p
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
 
 /* One ring stage of a chunk of NT n-tiles: weights, scales, then the PLANES ? 2 : 1 planes (high
- * parts, low parts) of NT * 8 input rows; as many as fit a ring of RING bytes. */
-template <int NT, bool PLANES, int RING>
+ * parts, low parts) of NT * 8 input rows; as many as fit a ring of RING bytes. WG: the warpgroup
+ * product's planes, each two 128-byte-swizzled tiles of NT * 8 rows (k 0 .. 63 and 64 .. 127 of the
+ * stage), as wgmma reads its K-major B; otherwise rows of MOE_MMA_X_ROW bytes. */
+template <int NT, bool PLANES, int RING, bool WG = false>
 struct moe_mma_stage {
-    static constexpr int x_plane = NT * MOE_MMA_N * MOE_MMA_X_ROW;
+    static constexpr int x_tile = NT * MOE_MMA_N * 128; /* WG: one swizzled tile of 64 k */
+    static constexpr int x_plane = NT * MOE_MMA_N * (WG ? MOE_MMA_WG_X_ROW : MOE_MMA_X_ROW);
     static constexpr int bytes = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + (PLANES ? 2 : 1) * x_plane;
     static constexpr int count = RING / bytes;
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
+    static_assert(!WG || (bytes % 1024 == 0 && (MOE_MMA_W_BYTES + MOE_MMA_S_BYTES) % 1024 == 0),
+                  "every swizzled tile on a 1024-byte boundary");
 };
 
 /* Tile t of a CTA of output slice `slice` in tile-order rows: w13 warp t/2's gate (even t) or up
@@ -141,11 +151,11 @@ struct moe_mma_sources {
 
 /* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`: the weights, the
  * scales and each staged row's bf16 parts (PLANES: the high plane and the low plane). */
-template <int NT, bool PLANES, int RING>
+template <int NT, bool PLANES, int RING, bool WG>
 static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources<NT> &src,
                                                      uint32_t st, uint8_t *slot)
 {
-    using stage = moe_mma_stage<NT, PLANES, RING>;
+    using stage = moe_mma_stage<NT, PLANES, RING, WG>;
     const int tid = (int)threadIdx.x;
     const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
@@ -160,7 +170,9 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
 #pragma unroll
     for (int i = 0; i < (PLANES ? 2 : 1) * NT; i++) {
         const int row = tid / 16 + 8 * (i % NT), plane = i / NT;
-        uint8_t *dst = xs + plane * stage::x_plane + row * MOE_MMA_X_ROW + src.x_column * 16u;
+        uint8_t *dst = xs + plane * stage::x_plane +
+                       (WG ? (src.x_column / 8u) * stage::x_tile + sy_wgmma_sw128_offset(row, (int)(src.x_column % 8u))
+                           : row * MOE_MMA_X_ROW + src.x_column * 16u);
         const char *row_src = src.x_row[i % NT];
         const bool have = row_src && k < k_used;
         sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
@@ -189,6 +201,26 @@ static __device__ __forceinline__ void moe_mma_stage_scales(const uint8_t *slot,
             v[mt][h] = sy_e8m0_to_f32(ss[((c * 16u + g + 8u * (uint32_t)h) * 2u + st % 2u) * 2u + tile_np[mt]]);
     }
     out[lane] = make_float4(v[0][0], v[0][1], v[1][0], v[1][1]);
+}
+
+/* The A fragments of both k-steps of block jj of the warp's tile t in ring slot `slot`: rows g and
+ * g + 8 of the block's e2m1 codes as bf16 pairs, word c of each (the file's comment). */
+static __device__ __forceinline__ void moe_mma_decode_tile(const uint8_t *slot, int t, int jj, uint32_t (&frag)[2][4])
+{
+    const int lane = (int)threadIdx.x % MOE_MMA_LANES, g = lane / 4, c = lane % 4;
+    const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
+    const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
+    const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
+    uint32_t rg[4], rg8[4];
+    sy_e2m1x8_to_bf16_pairs_tiny(row_g, rg);
+    sy_e2m1x8_to_bf16_pairs_tiny(row_g8, rg8);
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        frag[s][0] = rg[2 * s];
+        frag[s][1] = rg8[2 * s];
+        frag[s][2] = rg[2 * s + 1];
+        frag[s][3] = rg8[2 * s + 1];
+    }
 }
 
 /* f(mt, nt, r) over a warp's accumulators: two m-tiles by NT n-tiles, four f32 a lane each. */
@@ -245,22 +277,8 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
             moe_mma_each<NG>([&](int mt, int i, int r) { part[mt][i][r] = 0.0f; });
 #pragma unroll
             for (int mt = 0; mt < 2; mt++) {
-                if (n0 == 0) {
-                    const int t = warp * 2 + mt;
-                    const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
-                    const uint32_t row_g = *(const uint32_t *)(ws + g * SY_MXFP4_BLOCK_BYTES);
-                    const uint32_t row_g8 = *(const uint32_t *)(ws + (g + 8) * SY_MXFP4_BLOCK_BYTES);
-                    uint32_t rg[4], rg8[4];
-                    sy_e2m1x8_to_bf16_pairs_tiny(row_g, rg);
-                    sy_e2m1x8_to_bf16_pairs_tiny(row_g8, rg8);
-#pragma unroll
-                    for (int s = 0; s < 2; s++) {
-                        frag[mt][s][0] = rg[2 * s];
-                        frag[mt][s][1] = rg8[2 * s];
-                        frag[mt][s][2] = rg[2 * s + 1];
-                        frag[mt][s][3] = rg8[2 * s + 1];
-                    }
-                }
+                if (n0 == 0)
+                    moe_mma_decode_tile(slot, warp * 2 + mt, jj, frag[mt]);
 #pragma unroll
                 for (int s = 0; s < 2; s++)
 #pragma unroll
@@ -284,16 +302,80 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
             block(jj);
 }
 
-template <bool W13, int NT, bool PLANES, int RING>
+/* moe_mma_multiply_stage on Hopper's warpgroup products, for a chunk of 64 columns: the m-tile mt
+ * of the four warps is one 64-row A (each warp's rows in registers, decoded as the mma.sync product
+ * decodes them), the stage's swizzled input tiles B, and one m64n64k16 product a k-step and plane
+ * replaces eight m16n8k16. The products of each block go into partials that the block's scale then
+ * adds to the accumulators, in the mma.sync product's order (per k-step the high plane, then the
+ * low), with the inputs staged in sy_e2m1_warpgroup_slot's order, which puts each k-step's 16
+ * columns where wgmma reads them. The two m-tiles are separate groups, so that one's scaling
+ * overlaps the other's products. */
+template <bool PLANES, int RING>
+static __device__ __forceinline__ void moe_mma_multiply_stage_wg(const uint8_t *slot, uint32_t st, uint32_t kb,
+                                                                 const uint32_t (&tile_np)[2], float4 *warp_scales,
+                                                                 float (&acc)[2][8][4])
+{
+    using stage = moe_mma_stage<8, PLANES, RING, true>;
+    const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
+    const int g = lane / 4;
+    const uint64_t x_desc = sy_wgmma_desc_sw128(slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES);
+    moe_mma_stage_scales(slot, st, tile_np, warp_scales);
+    __syncwarp();
+#pragma unroll 1
+    for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS && st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb; jj++) {
+        const float4 sc = warp_scales[4 * g + jj];
+        const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
+        uint32_t frag[2][2][4];
+        moe_mma_decode_tile(slot, warp * 2, jj, frag[0]);
+        moe_mma_decode_tile(slot, warp * 2 + 1, jj, frag[1]);
+        /* block jj's 32 k: in tile jj / 2, 64 bytes in for an odd block; a k-step is 32 bytes */
+        const uint64_t b_desc = sy_wgmma_desc_advance(x_desc, (uint32_t)(jj / 2 * stage::x_tile + jj % 2 * 64));
+        float part[2][8][4];
+        sy_wgmma_hold(frag[0]);
+        sy_wgmma_hold(frag[1]);
+        sy_wgmma_hold(part[0]);
+        sy_wgmma_hold(part[1]);
+        sy_wgmma_fence();
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++) {
+            sy_wgmma_m64k16<64, 0, false>(part[mt], frag[mt][0], b_desc);
+            if (PLANES)
+                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][0], sy_wgmma_desc_advance(b_desc, stage::x_plane));
+            sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, 32));
+            if (PLANES)
+                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, stage::x_plane + 32));
+            sy_wgmma_commit();
+        }
+        const auto add_scaled = [&](int mt) {
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
+        };
+        sy_wgmma_wait<1>();
+        sy_wgmma_hold(part[0]);
+        add_scaled(0);
+        sy_wgmma_wait<0>();
+        sy_wgmma_hold(part[1]);
+        sy_wgmma_hold(frag[0]);
+        sy_wgmma_hold(frag[1]);
+        add_scaled(1);
+    }
+}
+
+/* WG: the warpgroup product (NT 8); smem then 1024-byte aligned. */
+template <bool W13, int NT, bool PLANES, int RING, bool WG>
 static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint32_t slice,
                                                      uint8_t *smem)
 {
+    static_assert(!WG || NT == 8, "the warpgroup product takes chunks of 64 columns");
     float4 *warp_scales = (float4 *)(smem + RING) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const moe_gpu_matrix &m = a.m;
     const uint32_t e = (uint32_t)ch.expert;
-    using stage = moe_mma_stage<NT, PLANES, RING>;
+    using stage = moe_mma_stage<NT, PLANES, RING, WG>;
     constexpr int STAGES = stage::count;
 
     /* Rows up to the padded size exist (zeros), so only stores check the unpadded size, and every
@@ -331,7 +413,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if ((uint32_t)s < stages)
-            moe_mma_issue<NT, PLANES, RING>(a, src, (uint32_t)s, smem + s * stage::bytes);
+            moe_mma_issue<NT, PLANES, RING, WG>(a, src, (uint32_t)s, smem + s * stage::bytes);
         sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
     /* The sums are of the weights times 2^-126 and of each input row times 2^(126 - e_row): column
@@ -347,13 +429,18 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     uint32_t cur = 0; /* stage st's slot, st % STAGES */
     for (uint32_t st = 0; st < stages; st++) {
         sy_cp_async_wait<STAGES - 2>(); /* the oldest stage of the ring has landed */
+        if constexpr (WG)
+            sy_fence_proxy_async(); /* ... for the warpgroup products too */
         /* Stage st is visible to all, and every warp is done with the slot refilled next. */
         __syncthreads();
         const uint32_t next = st + STAGES - 1, next_slot = cur == 0 ? STAGES - 1 : cur - 1;
         if (next < stages)
-            moe_mma_issue<NT, PLANES, RING>(a, src, next, smem + next_slot * stage::bytes);
+            moe_mma_issue<NT, PLANES, RING, WG>(a, src, next, smem + next_slot * stage::bytes);
         sy_cp_async_commit();
-        if (live)
+        /* A warpgroup product takes all four warps: a warp past the rows multiplies the padding's zeros. */
+        if constexpr (WG)
+            moe_mma_multiply_stage_wg<PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
+        else if (live)
             moe_mma_multiply_stage<NT, PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
     }
@@ -379,7 +466,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                     if (a.act_exp) {
                         /* act as w2's input planes, staged as moe_gpu_stage_kernel would with the
                          * bound for the row's exponent: each group of 8 in the product's pair order. */
-                        const int64_t at = pair * a.out_rows + (row & ~7u) + sy_e2m1_pair_slot(row & 7u);
+                        const int64_t at = pair * a.out_rows + sy_e2m1_input_slot(row, WG);
                         sy_mma_split_bf16_one(act * a.act_scale, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
                     } else {
                         a.out[pair * a.out_rows + row] = act;
@@ -397,10 +484,12 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 
 /* WIDE: chunks of up to MOE_MMA_WIDE_TOKENS pairs, for calls with many pairs an expert, where the
  * weights' decode is shared by up to 64 tokens instead of 16 (the ring and the accumulators leave 2
- * CTAs an SM); otherwise chunks of up to MOE_MMA_TOKENS, 5 CTAs an SM. */
-template <bool W13, bool PLANES, bool WIDE>
+ * CTAs an SM), on the warpgroup products where WG (every chunk as 64 columns); otherwise chunks of
+ * up to MOE_MMA_TOKENS, 5 CTAs an SM. */
+template <bool W13, bool PLANES, bool WIDE, bool WG>
 static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
 {
+    static_assert(!WG || WIDE, "the warpgroup product is a wide one");
     SY_GPU_DYNAMIC_SHARED_ALIGNED(uint8_t, moe_mma_smem, 16);
     sy_gpu_wait_for_previous_kernel();
     /* Wide: the output slices of a chunk run side by side (blockIdx.x), so that its input rows,
@@ -411,21 +500,24 @@ static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_
         return;
     const moe_gpu_chunk ch = a.chunks[chunk];
     /* The n-tile count is uniform over the CTA: each gets its own unrolled body and ring. */
-    if constexpr (WIDE) {
-        constexpr int R = MOE_MMA_WIDE_RING_BYTES;
+    constexpr int R = MOE_MMA_WIDE_RING_BYTES;
+    if constexpr (WG) {
+        uint8_t *aligned = moe_mma_smem + (0u - (uint32_t)__cvta_generic_to_shared(moe_mma_smem)) % MOE_MMA_WG_ALIGN_SLACK;
+        moe_mma_chunk<W13, 8, PLANES, R, true>(a, ch, slice, aligned);
+    } else if constexpr (WIDE) {
         if (ch.count <= 2 * MOE_MMA_N)
-            moe_mma_chunk<W13, 2, PLANES, R>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 2, PLANES, R, false>(a, ch, slice, moe_mma_smem);
         else if (ch.count <= 4 * MOE_MMA_N)
-            moe_mma_chunk<W13, 4, PLANES, R>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 4, PLANES, R, false>(a, ch, slice, moe_mma_smem);
         else if (ch.count <= 6 * MOE_MMA_N)
-            moe_mma_chunk<W13, 6, PLANES, R>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 6, PLANES, R, false>(a, ch, slice, moe_mma_smem);
         else
-            moe_mma_chunk<W13, 8, PLANES, R>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 8, PLANES, R, false>(a, ch, slice, moe_mma_smem);
     } else {
         if (ch.count <= MOE_MMA_N)
-            moe_mma_chunk<W13, 1, PLANES, MOE_MMA_RING_BYTES>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 1, PLANES, MOE_MMA_RING_BYTES, false>(a, ch, slice, moe_mma_smem);
         else
-            moe_mma_chunk<W13, 2, PLANES, MOE_MMA_RING_BYTES>(a, ch, slice, moe_mma_smem);
+            moe_mma_chunk<W13, 2, PLANES, MOE_MMA_RING_BYTES, false>(a, ch, slice, moe_mma_smem);
     }
 }
 
@@ -437,30 +529,39 @@ static inline int32_t moe_mma_chunk_tokens(int64_t pairs, uint32_t experts)
 }
 
 /* Launches the product of one matrix over every chunk, planned with chunks of chunk_tokens pairs. */
-template <bool W13, bool PLANES, bool WIDE>
+template <bool W13, bool PLANES, bool WIDE, bool WG>
 static sy_status moe_mma_launch_as(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
 {
-    const int smem = WIDE ? MOE_MMA_WIDE_SMEM_BYTES : MOE_MMA_SMEM_BYTES;
+    const int smem = WG ? MOE_MMA_WG_SMEM_BYTES : WIDE ? MOE_MMA_WIDE_SMEM_BYTES : MOE_MMA_SMEM_BYTES;
     /* Past 48 KB of shared memory a kernel must opt in. The attribute belongs to the current
      * device, so it is set on every launch rather than once per process. */
     SY_GPU_CHECKF(err,
-                  cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES, WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       smem),
+                  cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES, WIDE, WG>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                   "for %d bytes of shared memory", smem);
     const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
                                 : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
     const dim3 grid = WIDE ? dim3(slices, max_chunks) : dim3(max_chunks, slices);
-    SY_GPU_LAUNCH_CHAINED(grid, MOE_MMA_THREADS, smem, gs, moe_mma_kernel<W13, PLANES, WIDE>)(g);
+    SY_GPU_LAUNCH_CHAINED(grid, MOE_MMA_THREADS, smem, gs, moe_mma_kernel<W13, PLANES, WIDE, WG>)(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
     return SY_OK;
 }
 
+/* warpgroup: the wide product runs on the warpgroup products (sy_wgmma_runs_on), and its
+ * inputs are staged in their order (sy_e2m1_input_slot). */
 template <bool W13, bool PLANES>
-static sy_status moe_mma_launch(const moe_gpu_gemm &g, int32_t chunk_tokens, unsigned max_chunks, gpuStream_t gs,
-                                sy_error *err)
+static sy_status moe_mma_launch(const moe_gpu_gemm &g, int32_t chunk_tokens, bool warpgroup, unsigned max_chunks,
+                                gpuStream_t gs, sy_error *err)
 {
-    return chunk_tokens > MOE_MMA_TOKENS ? moe_mma_launch_as<W13, PLANES, true>(g, max_chunks, gs, err)
-                                         : moe_mma_launch_as<W13, PLANES, false>(g, max_chunks, gs, err);
+    if (chunk_tokens <= MOE_MMA_TOKENS)
+        return moe_mma_launch_as<W13, PLANES, false, false>(g, max_chunks, gs, err);
+#if defined(SY_CUDA_SM90A) || defined(SY_EMU_TENSOR_CORES)
+    if (warpgroup)
+        return moe_mma_launch_as<W13, PLANES, true, true>(g, max_chunks, gs, err);
+#else
+    (void)warpgroup;
+#endif
+    return moe_mma_launch_as<W13, PLANES, true, false>(g, max_chunks, gs, err);
 }
 
 #endif

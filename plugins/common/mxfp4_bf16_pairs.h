@@ -63,4 +63,25 @@ SY_HD uint32_t sy_e2m1_pair_slot(uint32_t i)
     return i % 4u * 2u + i / 4u;
 }
 
+/* Where element i (0 .. 31) of an MXFP4 block of k goes for the warpgroup product
+ * (moe_mxfp4_gpu_mma.cuh, WG), whose B comes from shared memory as wgmma reads it: k-step s of a
+ * block is positions 16 s .. 16 s + 15, column q at position 16 s + q. Lane c of a warp decodes
+ * its word c (k = 8c .. 8c+7) of a row into the pairs p = (8c + p, 8c + p + 4), and its A fragment
+ * holds columns 2c, 2c + 1 (pair 2s) and 2c + 8, 2c + 9 (pair 2s + 1) of step s, as the mma.sync
+ * product's does; so k = 8c + p + 4h goes to 16 (p / 2) + 8 (p % 2) + 2c + h. A permutation of
+ * the 32 slots (tests/mxfp4), which the inputs are written in where the warpgroup product runs,
+ * so the weights' decode stays as it is. */
+SY_HD uint32_t sy_e2m1_warpgroup_slot(uint32_t i)
+{
+    const uint32_t c = i / 8u, p = i % 4u, h = i % 8u / 4u;
+    return 16u * (p / 2u) + 8u * (p % 2u) + 2u * c + h;
+}
+
+/* Where input element i of a row goes for the product that takes it: the warpgroup product's
+ * order within each block of 32, or the mma.sync product's within each group of 8. */
+SY_HD uint32_t sy_e2m1_input_slot(uint32_t i, int warpgroup)
+{
+    return warpgroup ? (i & ~31u) + sy_e2m1_warpgroup_slot(i & 31u) : (i & ~7u) + sy_e2m1_pair_slot(i & 7u);
+}
+
 #endif

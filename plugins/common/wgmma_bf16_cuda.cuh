@@ -41,6 +41,19 @@
 #define SY_WGMMA_DEVICE 0
 #endif
 
+/* Whether this build runs the warpgroup products on a device of compute capability
+ * cc_major.cc_minor: only sm_90a code has them (SY_CUDA_SM90A, cmake/gpu.cmake), and only an sm_90
+ * device runs sm_90a code. Host code, for the kernels' launch choice. */
+static inline bool sy_wgmma_runs_on(uint32_t cc_major, uint32_t cc_minor)
+{
+#if defined(SY_CUDA_SM90A)
+    return cc_major == 9 && cc_minor == 0;
+#else
+    (void)cc_major, (void)cc_minor;
+    return false;
+#endif
+}
+
 /* The descriptor of a 128-byte-swizzled operand at `tile` (PTX ISA, "Matrix Descriptor Format"):
  * start address, leading and stride byte offsets in 16-byte units at bits 0, 16 and 32, the
  * swizzle mode at bits 62-63 (1: 128 bytes). */

@@ -425,6 +425,10 @@ static const moe_case MOE_CASES[] = {
     {3, 32, 32, 3, 94, 1, 1.702f, 7.0f, 1},
     {3, 32, 32, 3, 108, 1, 1.702f, 7.0f, 1},
     {4, 32, 32, 4, 2100, 0, 1.702f, 7.0f, 1},
+    /* The wide product past one block of k: 9 and 5 blocks (three stages of w13, the last one
+     * block; both 64-k halves of a stage's swizzled inputs), chunks of 64 and 6, and slices whose
+     * last rows are padding (160 intermediate indices, 288 hidden rows). */
+    {3, 288, 160, 3, 70, 1, 1.702f, 7.0f, 1},
 };
 enum { MOE_CASE_COUNT = sizeof MOE_CASES / sizeof MOE_CASES[0] };
 

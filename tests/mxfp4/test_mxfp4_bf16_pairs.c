@@ -93,6 +93,30 @@ START_TEST(activation_slots_follow_the_code_order)
 }
 END_TEST
 
+START_TEST(warpgroup_slots_follow_the_fragments)
+{
+    /* 32 bf16 of a block written at their warpgroup slots, then read as wgmma's B columns: column q
+     * of k-step s at slot 16 s + q. Lane c's A registers hold columns (2c, 2c + 1) and (2c + 8,
+     * 2c + 9) of step s, which must be the pairs 2s and 2s + 1 of its word c: k = 8c + p and
+     * 8c + p + 4. */
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < 32; i++)
+        seen |= 1u << sy_e2m1_warpgroup_slot(i);
+    ck_assert_msg(seen == 0xFFFFFFFFu, "the slots of 0 .. 31 are not a permutation (%08x)", seen);
+    uint32_t k_at[32];
+    for (uint32_t i = 0; i < 32; i++)
+        k_at[sy_e2m1_warpgroup_slot(i)] = i;
+    for (uint32_t c = 0; c < 4; c++)
+        for (uint32_t s = 0; s < 2; s++)
+            for (uint32_t half = 0; half < 2; half++) {
+                const uint32_t p = 2u * s + half, col = 2u * c + 8u * half;
+                ck_assert_msg(k_at[16 * s + col] == 8 * c + p && k_at[16 * s + col + 1] == 8 * c + p + 4,
+                              "lane %u step %u columns %u, %u hold k %u, %u, expected %u, %u", c, s, col, col + 1,
+                              k_at[16 * s + col], k_at[16 * s + col + 1], 8 * c + p, 8 * c + p + 4);
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mxfp4_bf16_pairs");
@@ -100,6 +124,7 @@ int main(void)
     tcase_add_test(tc, every_code_in_every_position);
     tcase_add_test(tc, pair_order_moves_every_bit_once);
     tcase_add_test(tc, activation_slots_follow_the_code_order);
+    tcase_add_test(tc, warpgroup_slots_follow_the_fragments);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
