@@ -72,9 +72,6 @@
 
 enum {
     MOE_MMA_LANES = 32, /* mma.sync fragments are defined over 32 lanes: NVIDIA only */
-    MOE_MMA_WARPS = 4,
-    MOE_MMA_THREADS = MOE_MMA_LANES * MOE_MMA_WARPS,
-    MOE_MMA_TILES = 2 * MOE_MMA_WARPS,         /* 16-row tiles of a CTA, two per warp */
     MOE_MMA_N = 8,                             /* tokens of one mma */
     MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: up to 2 n-tiles */
     MOE_MMA_WIDE_TOKENS = 64,                  /* pairs of one chunk of the wide kernel: up to 8 n-tiles */
@@ -87,27 +84,44 @@ enum {
     /* The warpgroup product's staged row: two 128-byte swizzled rows (64 k each), no padding. */
     MOE_MMA_WG_X_ROW = MOE_MMA_STAGE_BLOCKS * SY_MXFP4_BLOCK * 2,
     MOE_MMA_WG_ALIGN_SLACK = 1024, /* dynamic shared memory is only 16-byte aligned; swizzled tiles need 1024 */
-    MOE_MMA_W_BYTES = MOE_MMA_TILES * MOE_MMA_TILE_STAGE_BYTES,
-    MOE_MMA_S_BYTES = MOE_MMA_TILES * MOE_MMA_SCALE_SEGMENT,
     /* Two stages of the largest chunk shape (20 KB). */
     MOE_MMA_RING_BYTES = 40 * 1024,
     /* The wide kernel's: two stages of 64 pairs of two planes (50 KB), three of one plane; 2 CTAs an SM. */
     MOE_MMA_WIDE_RING_BYTES = 100 * 1024,
-    /* A stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales). */
-    MOE_MMA_SCALE_F32_BYTES = MOE_MMA_THREADS * 16,
+    /* The warpgroup product's (one CTA an SM): four stages of two planes (52 KB), five of one. */
+    MOE_MMA_WG_RING_BYTES = 208 * 1024,
     /* Each column's exponent to scale its sums back by, one int a pair of the chunk. */
-    MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4,
-    MOE_MMA_SMEM_BYTES = MOE_MMA_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
-    MOE_MMA_WIDE_SMEM_BYTES = MOE_MMA_WIDE_RING_BYTES + MOE_MMA_SCALE_F32_BYTES + MOE_MMA_COL_EXP_BYTES,
-    MOE_MMA_WG_SMEM_BYTES = MOE_MMA_WIDE_SMEM_BYTES + MOE_MMA_WG_ALIGN_SLACK,
-    MOE_MMA_W13_INDICES = 16 * MOE_MMA_WARPS,  /* intermediate indices per w13 CTA */
-    MOE_MMA_W2_ROWS = 32 * MOE_MMA_WARPS       /* hidden rows per w2 CTA */
+    MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4
 };
 
 static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0 && MOE_MMA_WIDE_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
-static_assert(MOE_MMA_W_BYTES == 4 * 16 * MOE_MMA_THREADS, "four 16-byte weight copies per thread a stage");
-static_assert(MOE_MMA_S_BYTES == 16 * MOE_MMA_THREADS, "one 16-byte scale copy per thread a stage");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
+
+/* A CTA's warps and what follows from them: 4 warps for the mma.sync products; 8 (two warpgroups,
+ * sharing each stage's inputs) for the warpgroup product, where 4 read every input row from L2
+ * once per 128 weight rows. Each warp owns two 16-row tiles (w13: the gate and the up tile of 16
+ * intermediate indices; w2: 32 hidden rows). */
+template <bool WG>
+struct moe_mma_cta {
+    static constexpr int warps = WG ? 8 : 4;
+    static constexpr int threads = MOE_MMA_LANES * warps;
+    static constexpr int tiles = 2 * warps;
+    static constexpr int w_bytes = tiles * MOE_MMA_TILE_STAGE_BYTES; /* a stage's weights */
+    static constexpr int s_bytes = tiles * MOE_MMA_SCALE_SEGMENT;    /* and their scales */
+    /* a stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales) */
+    static constexpr int scale_f32_bytes = threads * 16;
+    static constexpr int w13_indices = 16 * warps; /* intermediate indices per w13 CTA */
+    static constexpr int w2_rows = 32 * warps;     /* hidden rows per w2 CTA */
+    static constexpr int ring = WG ? MOE_MMA_WG_RING_BYTES : MOE_MMA_WIDE_RING_BYTES;
+    static constexpr int align_slack = WG ? MOE_MMA_WG_ALIGN_SLACK : 0;
+    /* shared memory of a wide (or warpgroup) CTA; the narrow one's ring is MOE_MMA_RING_BYTES */
+    static constexpr int smem_bytes(int ring_bytes)
+    {
+        return ring_bytes + scale_f32_bytes + MOE_MMA_COL_EXP_BYTES + align_slack;
+    }
+    static_assert(w_bytes == 4 * 16 * threads, "four 16-byte weight copies per thread a stage");
+    static_assert(s_bytes == 16 * threads, "one 16-byte scale copy per thread a stage");
+};
 
 /* One ring stage of a chunk of NT n-tiles: weights, scales, then the PLANES ? 2 : 1 planes (high
  * parts, low parts) of NT * 8 input rows; as many as fit a ring of RING bytes. WG: the warpgroup
@@ -115,65 +129,73 @@ static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment
  * stage), as wgmma reads its K-major B; otherwise rows of MOE_MMA_X_ROW bytes. */
 template <int NT, bool PLANES, int RING, bool WG = false>
 struct moe_mma_stage {
+    using cta = moe_mma_cta<WG>;
     static constexpr int x_tile = NT * MOE_MMA_N * 128; /* WG: one swizzled tile of 64 k */
     static constexpr int x_plane = NT * MOE_MMA_N * (WG ? MOE_MMA_WG_X_ROW : MOE_MMA_X_ROW);
-    static constexpr int bytes = MOE_MMA_W_BYTES + MOE_MMA_S_BYTES + (PLANES ? 2 : 1) * x_plane;
+    static constexpr int x_offset = cta::w_bytes + cta::s_bytes; /* the input planes' */
+    static constexpr int bytes = x_offset + (PLANES ? 2 : 1) * x_plane;
     static constexpr int count = RING / bytes;
+    /* each thread copies one 16-byte column (of 16) of x_rows of each plane's NT * 8 rows */
+    static constexpr int x_rows = NT * MOE_MMA_N / (cta::threads / 16);
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
-    static_assert(!WG || (bytes % 1024 == 0 && (MOE_MMA_W_BYTES + MOE_MMA_S_BYTES) % 1024 == 0),
-                  "every swizzled tile on a 1024-byte boundary");
+    static_assert(x_rows * (cta::threads / 16) == NT * MOE_MMA_N, "every row copied");
+    static_assert(!WG || (bytes % 1024 == 0 && x_offset % 1024 == 0), "every swizzled tile on a 1024-byte boundary");
 };
 
 /* Tile t of a CTA of output slice `slice` in tile-order rows: w13 warp t/2's gate (even t) or up
  * (odd t) tile of intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
-template <bool W13>
+template <bool W13, bool WG>
 static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &a, uint32_t slice, int t)
 {
+    using cta = moe_mma_cta<WG>;
     return W13 ? sy_moe_w13_tile_row(a.gate_up_layout,
-                                     (uint32_t)(t % 2) * a.inter_padded + slice * MOE_MMA_W13_INDICES +
+                                     (uint32_t)(t % 2) * a.inter_padded + slice * cta::w13_indices +
                                          (uint32_t)(t / 2) * 16u,
                                      a.inter_padded)
-               : slice * MOE_MMA_W2_ROWS + 16u * (uint32_t)t;
+               : slice * cta::w2_rows + 16u * (uint32_t)t;
 }
 
 /* This thread's share of every pipeline stage, as addresses of stage 0: four 16-byte pieces of
- * weights (tiles tid/64 + 2i), one of scales (tile tid/16) and one 16-byte column of each staged
- * input row (rows tid/16 + 8i, i < NT). Kept per thread so that no array is indexed by a
- * thread-dependent value. */
-template <int NT>
+ * weights (tiles tid/64 + i threads/64), one of scales (tile tid/16) and one 16-byte column of
+ * each of XR staged input rows (rows tid/16 + i threads/16). Kept per thread so that no array is
+ * indexed by a thread-dependent value. */
+template <int XR>
 struct moe_mma_sources {
     const uint8_t *w[4];
     const uint8_t *scale;
-    const char *x_row[NT]; /* NULL: that row is zeros */
+    const char *x_row[XR]; /* NULL: that row is zeros */
     uint32_t x_column;
 };
 
 /* Issues the copies of stage `st` (blocks 4 st .. 4 st + 3) into ring slot `slot`: the weights, the
  * scales and each staged row's bf16 parts (PLANES: the high plane and the low plane). */
 template <int NT, bool PLANES, int RING, bool WG>
-static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, const moe_mma_sources<NT> &src,
+static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a,
+                                                     const moe_mma_sources<moe_mma_stage<NT, PLANES, RING, WG>::x_rows> &src,
                                                      uint32_t st, uint8_t *slot)
 {
     using stage = moe_mma_stage<NT, PLANES, RING, WG>;
+    using cta = moe_mma_cta<WG>;
+    constexpr int XR = stage::x_rows;
     const int tid = (int)threadIdx.x;
     const uint32_t j0 = st * MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        sy_cp_async16(slot + (tid / 64 + 2 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
+        sy_cp_async16(slot + (tid / 64 + cta::threads / 64 * i) * MOE_MMA_TILE_STAGE_BYTES + (tid % 64) * 16,
                       src.w[i] + (size_t)j0 * 16u * SY_MXFP4_BLOCK_BYTES, 16);
     /* A stage is half of a scale segment: both halves copy the whole segment of their octet. */
-    sy_cp_async16(slot + MOE_MMA_W_BYTES + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
+    sy_cp_async16(slot + cta::w_bytes + (tid / 16) * MOE_MMA_SCALE_SEGMENT + (tid % 16) * 16,
                   src.scale + (size_t)(j0 / 8u) * MOE_MMA_SCALE_SEGMENT, 16);
-    uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+    uint8_t *xs = slot + stage::x_offset;
     const uint32_t k_used = a.m.kblocks_used * SY_MXFP4_BLOCK, k = j0 * SY_MXFP4_BLOCK + src.x_column * 8u;
 #pragma unroll
-    for (int i = 0; i < (PLANES ? 2 : 1) * NT; i++) {
-        const int row = tid / 16 + 8 * (i % NT), plane = i / NT;
+    for (int i = 0; i < (PLANES ? 2 : 1) * XR; i++) {
+        const int row = tid / 16 + cta::threads / 16 * (i % XR), plane = i / XR;
         uint8_t *dst = xs + plane * stage::x_plane +
                        (WG ? (src.x_column / 8u) * stage::x_tile + sy_wgmma_sw128_offset(row, (int)(src.x_column % 8u))
                            : row * MOE_MMA_X_ROW + src.x_column * 16u);
-        const char *row_src = src.x_row[i % NT];
+        const char *row_src = src.x_row[i % XR];
         const bool have = row_src && k < k_used;
         sy_cp_async16(dst, have ? row_src + plane * a.in_lo_offset + (size_t)k * 2u : (const char *)a.in,
                       have ? 16 : 0);
@@ -185,6 +207,7 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a, cons
  * w: tile 1), so that each scale byte is converted once a warp and a block's four scales are one
  * 16-byte read of lane 4g + jj. Converting per block where the scale is used cost each of the 4
  * lanes of a row the same conversions, a quarter of the product's instructions. */
+template <bool WG>
 static __device__ __forceinline__ void moe_mma_stage_scales(const uint8_t *slot, uint32_t st, const uint32_t (&tile_np)[2],
                                                             float4 *out)
 {
@@ -195,7 +218,7 @@ static __device__ __forceinline__ void moe_mma_stage_scales(const uint8_t *slot,
     float v[2][2];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++) {
-        const uint8_t *ss = slot + MOE_MMA_W_BYTES + (warp * 2 + mt) * MOE_MMA_SCALE_SEGMENT;
+        const uint8_t *ss = slot + moe_mma_cta<WG>::w_bytes + (warp * 2 + mt) * MOE_MMA_SCALE_SEGMENT;
 #pragma unroll
         for (int h = 0; h < 2; h++)
             v[mt][h] = sy_e8m0_to_f32(ss[((c * 16u + g + 8u * (uint32_t)h) * 2u + st % 2u) * 2u + tile_np[mt]]);
@@ -252,9 +275,9 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
     static_assert(NT % NG == 0, "whole n-tile groups");
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
-    const uint8_t *xs = slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES;
+    const uint8_t *xs = slot + stage::x_offset;
     /* The block barrier before this ordered the warp's reads of the previous stage's scales first. */
-    moe_mma_stage_scales(slot, st, tile_np, warp_scales);
+    moe_mma_stage_scales<false>(slot, st, tile_np, warp_scales);
     __syncwarp();
     const auto block = [&](int jj) {
         const float4 sc = warp_scales[4 * g + jj];
@@ -318,8 +341,8 @@ static __device__ __forceinline__ void moe_mma_multiply_stage_wg(const uint8_t *
     using stage = moe_mma_stage<8, PLANES, RING, true>;
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
     const int g = lane / 4;
-    const uint64_t x_desc = sy_wgmma_desc_sw128(slot + MOE_MMA_W_BYTES + MOE_MMA_S_BYTES);
-    moe_mma_stage_scales(slot, st, tile_np, warp_scales);
+    const uint64_t x_desc = sy_wgmma_desc_sw128(slot + stage::x_offset);
+    moe_mma_stage_scales<true>(slot, st, tile_np, warp_scales);
     __syncwarp();
 #pragma unroll 1
     for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS && st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb; jj++) {
@@ -370,6 +393,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                                                      uint8_t *smem)
 {
     static_assert(!WG || NT == 8, "the warpgroup product takes chunks of 64 columns");
+    using cta = moe_mma_cta<WG>;
     float4 *warp_scales = (float4 *)(smem + RING) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
@@ -381,17 +405,18 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     /* Rows up to the padded size exist (zeros), so only stores check the unpadded size, and every
      * stage's copies stay inside the matrix. */
     const uint8_t *blocks = m.blocks + e * m.expert_bytes, *scales = m.scales + e * m.expert_scales;
-    moe_mma_sources<NT> src;
+    moe_mma_sources<stage::x_rows> src;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        src.w[i] = blocks + sy_moe_block_offset(moe_mma_tile_row<W13>(a, slice, tid / 64 + 2 * i), 0, m.kblocks) +
+        src.w[i] = blocks +
+                   sy_moe_block_offset(moe_mma_tile_row<W13, WG>(a, slice, tid / 64 + cta::threads / 64 * i), 0, m.kblocks) +
                    (tid % 64) * 16;
-    src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13>(a, slice, tid / 16) / 32u * 32u, 0, m.kblocks) +
+    src.scale = scales + sy_moe_scale_offset(moe_mma_tile_row<W13, WG>(a, slice, tid / 16) / 32u * 32u, 0, m.kblocks) +
                 (tid % 16) * 16;
     src.x_column = (uint32_t)(tid % 16);
 #pragma unroll
-    for (int i = 0; i < NT; i++) {
-        const int row = tid / 16 + 8 * i;
+    for (int i = 0; i < stage::x_rows; i++) {
+        const int row = tid / 16 + cta::threads / 16 * i;
         src.x_row[i] = row < ch.count ? (const char *)a.in + (int64_t)(a.grouped[ch.first + row] /
                                                                         (int32_t)a.in_pair_divisor) *
                                                                  a.in_stride * 2
@@ -401,10 +426,10 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
     uint32_t tile_np[2];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
-        tile_np[mt] = (moe_mma_tile_row<W13>(a, slice, warp * 2 + mt) / 16u) % 2u;
+        tile_np[mt] = (moe_mma_tile_row<W13, WG>(a, slice, warp * 2 + mt) / 16u) % 2u;
 
-    const uint32_t first = W13 ? slice * MOE_MMA_W13_INDICES + (uint32_t)warp * 16u
-                               : slice * MOE_MMA_W2_ROWS + (uint32_t)warp * 32u;
+    const uint32_t first = W13 ? slice * cta::w13_indices + (uint32_t)warp * 16u
+                               : slice * cta::w2_rows + (uint32_t)warp * 32u;
     const bool live = first < a.out_rows;
     float acc[2][NT][4];
     moe_mma_each<NT>([&](int mt, int nt, int r) { acc[mt][nt][r] = 0.0f; });
@@ -421,7 +446,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
      * epilogue's loads of them, each after the pair's own and behind the stores before it, cost w13
      * 13% at 8192 tokens (H200). The main loop's first barrier orders these writes before the
      * epilogue's reads. */
-    int *col_exp = (int *)(smem + RING + MOE_MMA_SCALE_F32_BYTES);
+    int *col_exp = (int *)(smem + RING + cta::scale_f32_bytes);
     if (tid < NT * MOE_MMA_N) {
         const uint32_t pair = tid < ch.count ? (uint32_t)a.grouped[ch.first + tid] : 0u;
         col_exp[tid] = a.in_exp ? a.in_exp[pair / a.in_pair_divisor] : a.in_exp_fixed;
@@ -437,7 +462,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         if (next < stages)
             moe_mma_issue<NT, PLANES, RING, WG>(a, src, next, smem + next_slot * stage::bytes);
         sy_cp_async_commit();
-        /* A warpgroup product takes all four warps: a warp past the rows multiplies the padding's zeros. */
+        /* A warpgroup product takes its four warps: a warp past the rows multiplies the padding's zeros. */
         if constexpr (WG)
             moe_mma_multiply_stage_wg<PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
         else if (live)
@@ -487,7 +512,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
  * CTAs an SM), on the warpgroup products where WG (every chunk as 64 columns); otherwise chunks of
  * up to MOE_MMA_TOKENS, 5 CTAs an SM. */
 template <bool W13, bool PLANES, bool WIDE, bool WG>
-static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
+static __global__ void __launch_bounds__(moe_mma_cta<WG>::threads, WG ? 1 : WIDE ? 2 : 5) moe_mma_kernel(moe_gpu_gemm a)
 {
     static_assert(!WG || WIDE, "the warpgroup product is a wide one");
     SY_GPU_DYNAMIC_SHARED_ALIGNED(uint8_t, moe_mma_smem, 16);
@@ -500,7 +525,7 @@ static __global__ void __launch_bounds__(MOE_MMA_THREADS, WIDE ? 2 : 5) moe_mma_
         return;
     const moe_gpu_chunk ch = a.chunks[chunk];
     /* The n-tile count is uniform over the CTA: each gets its own unrolled body and ring. */
-    constexpr int R = MOE_MMA_WIDE_RING_BYTES;
+    constexpr int R = moe_mma_cta<WG>::ring;
     if constexpr (WG) {
         uint8_t *aligned = moe_mma_smem + (0u - (uint32_t)__cvta_generic_to_shared(moe_mma_smem)) % MOE_MMA_WG_ALIGN_SLACK;
         moe_mma_chunk<W13, 8, PLANES, R, true>(a, ch, slice, aligned);
@@ -532,17 +557,18 @@ static inline int32_t moe_mma_chunk_tokens(int64_t pairs, uint32_t experts)
 template <bool W13, bool PLANES, bool WIDE, bool WG>
 static sy_status moe_mma_launch_as(const moe_gpu_gemm &g, unsigned max_chunks, gpuStream_t gs, sy_error *err)
 {
-    const int smem = WG ? MOE_MMA_WG_SMEM_BYTES : WIDE ? MOE_MMA_WIDE_SMEM_BYTES : MOE_MMA_SMEM_BYTES;
+    using cta = moe_mma_cta<WG>;
+    const int smem = cta::smem_bytes(WIDE ? cta::ring : MOE_MMA_RING_BYTES);
     /* Past 48 KB of shared memory a kernel must opt in. The attribute belongs to the current
      * device, so it is set on every launch rather than once per process. */
     SY_GPU_CHECKF(err,
                   cudaFuncSetAttribute(moe_mma_kernel<W13, PLANES, WIDE, WG>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                   "for %d bytes of shared memory", smem);
-    const unsigned slices = W13 ? (g.out_rows + MOE_MMA_W13_INDICES - 1) / MOE_MMA_W13_INDICES
-                                : (g.out_rows + MOE_MMA_W2_ROWS - 1) / MOE_MMA_W2_ROWS;
+    const unsigned slices = W13 ? (g.out_rows + cta::w13_indices - 1) / cta::w13_indices
+                                : (g.out_rows + cta::w2_rows - 1) / cta::w2_rows;
     const dim3 grid = WIDE ? dim3(slices, max_chunks) : dim3(max_chunks, slices);
-    SY_GPU_LAUNCH_CHAINED(grid, MOE_MMA_THREADS, smem, gs, moe_mma_kernel<W13, PLANES, WIDE, WG>)(g);
+    SY_GPU_LAUNCH_CHAINED(grid, cta::threads, smem, gs, moe_mma_kernel<W13, PLANES, WIDE, WG>)(g);
     SY_GPU_CHECK_LAUNCH(err, W13 ? "moe_mma_kernel (w13)" : "moe_mma_kernel (w2)");
     return SY_OK;
 }
