@@ -13,6 +13,17 @@
  * accumulators of 8 n-tiles leave 2 CTAs an SM). H200, 8192 tokens (four passes of 8192 pairs):
  * 14.8 ms with chunks of 16, 12.0 ms wide (11.1 ms once the inputs came in pair order).
  *
+ * Warpgroup product (WG). Where the device is sm_90 and the build has sm_90a code
+ * (sy_wgmma_runs_on), wide calls run on wgmma instead: the m-tile mt of a warpgroup's four warps
+ * is one 64-row A, decoded into registers exactly as for mma.sync, and the stage's 64 input rows
+ * are B in shared memory (128-byte swizzled, K-major), one m64n64k16 product a k-step and plane
+ * where mma.sync takes eight. Its CTA is two warpgroups sharing each stage's inputs (256 weight
+ * rows, one CTA an SM, moe_mma_cta), since every CTA reads the chunk's input rows from L2 once
+ * per stage. The inputs go in sy_e2m1_warpgroup_slot's order, which puts a k-step's 16 columns
+ * where wgmma reads them; each block's products still go to partials that its scale adds to the
+ * accumulators, in the mma.sync product's order, and on an H100 the two products' outputs were
+ * equal bit for bit. Every chunk runs as 64 columns (rows past its pairs are zeros).
+ *
  * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps a ring of
  * stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input rows) while it
  * multiplies the oldest one; the bytes in flight per SM, not the tensor cores, set the speed. The
