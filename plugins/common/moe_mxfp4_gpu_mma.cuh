@@ -336,37 +336,14 @@ static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slo
             block(jj);
 }
 
-/* The warpgroup products of one tile's block into `part` (the k-steps' high plane, then low), as
- * one commit group: part = A B over the block's 32 k. */
-template <bool PLANES, int X_PLANE>
-static __device__ __forceinline__ void moe_mma_wg_block(float (&part)[8][4], uint32_t (&frag)[2][4], uint64_t b_desc)
-{
-    /* the holds pin the decode's writes of frag before the fence (wgmma_bf16_cuda.cuh) */
-    sy_wgmma_hold(frag);
-    sy_wgmma_hold(part);
-    sy_wgmma_fence();
-    sy_wgmma_m64k16<64, 0, false>(part, frag[0], b_desc);
-    if (PLANES)
-        sy_wgmma_m64k16<64, 0, true>(part, frag[0], sy_wgmma_desc_advance(b_desc, X_PLANE));
-    sy_wgmma_m64k16<64, 0, true>(part, frag[1], sy_wgmma_desc_advance(b_desc, 32));
-    if (PLANES)
-        sy_wgmma_m64k16<64, 0, true>(part, frag[1], sy_wgmma_desc_advance(b_desc, X_PLANE + 32));
-    sy_wgmma_commit();
-}
-
 /* moe_mma_multiply_stage on Hopper's warpgroup products, for a chunk of 64 columns: the m-tile mt
- * of a warpgroup's four warps is one 64-row A (each warp's rows in registers, decoded as the
- * mma.sync product decodes them), the stage's swizzled input tiles B, and one m64n64k16 product a
- * k-step and plane replaces eight m16n8k16. The products of each block go into partials that the
- * block's scale then adds to the accumulators, in the mma.sync product's order (per k-step the
- * high plane, then the low), with the inputs staged in sy_e2m1_warpgroup_slot's order, which puts
- * each k-step's 16 columns where wgmma reads them.
- * The two m-tiles' products run in turns, one group always in flight: while tile 1's products of
- * block j run, the warp scales tile 0's partials of j into the accumulators, decodes tile 0 of
- * j + 1 and issues its products, then waits for tile 1 and does the same for it. Waiting for both
- * tiles' products of a block before decoding the next left the tensor cores idle 70% of the time
- * (ncu, H100, 8192 tokens: the scale FMAs, 64 a warp and block, are as many instructions as the
- * products' issue and the decode together). */
+ * of the four warps is one 64-row A (each warp's rows in registers, decoded as the mma.sync product
+ * decodes them), the stage's swizzled input tiles B, and one m64n64k16 product a k-step and plane
+ * replaces eight m16n8k16. The products of each block go into partials that the block's scale then
+ * adds to the accumulators, in the mma.sync product's order (per k-step the high plane, then the
+ * low), with the inputs staged in sy_e2m1_warpgroup_slot's order, which puts each k-step's 16
+ * columns where wgmma reads them. The two m-tiles are separate groups, so that one's scaling
+ * overlaps the other's products. */
 template <bool PLANES, int RING>
 static __device__ __forceinline__ void moe_mma_multiply_stage_wg(const uint8_t *slot, uint32_t st, uint32_t kb,
                                                                  const uint32_t (&tile_np)[2], float4 *warp_scales,
@@ -376,49 +353,48 @@ static __device__ __forceinline__ void moe_mma_multiply_stage_wg(const uint8_t *
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
     const int g = lane / 4;
     const uint64_t x_desc = sy_wgmma_desc_sw128(slot + stage::x_offset);
-    /* block jj's 32 k: in tile jj / 2, 64 bytes in for an odd block; a k-step is 32 bytes */
-    const auto b_desc = [&](int jj) {
-        return sy_wgmma_desc_advance(x_desc, (uint32_t)(jj / 2 * stage::x_tile + jj % 2 * 64));
-    };
-    const auto add_scaled = [&](const float (&part)[8][4], float (&sum)[8][4], float scale_g, float scale_g8) {
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                sum[nt][r] = fmaf(part[nt][r], r < 2 ? scale_g : scale_g8, sum[nt][r]);
-    };
     moe_mma_stage_scales<true>(slot, st, tile_np, warp_scales);
     __syncwarp();
-    const uint32_t left = kb - st * MOE_MMA_STAGE_BLOCKS;
-    const int blocks = left < MOE_MMA_STAGE_BLOCKS ? (int)left : MOE_MMA_STAGE_BLOCKS;
-    uint32_t frag[2][2][4];
-    float part[2][8][4];
-    moe_mma_decode_tile(slot, warp * 2, 0, frag[0]);
-    moe_mma_wg_block<PLANES, stage::x_plane>(part[0], frag[0], b_desc(0));
-    moe_mma_decode_tile(slot, warp * 2 + 1, 0, frag[1]);
-    moe_mma_wg_block<PLANES, stage::x_plane>(part[1], frag[1], b_desc(0));
 #pragma unroll 1
-    for (int jj = 0; jj < blocks; jj++) {
+    for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS && st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb; jj++) {
         const float4 sc = warp_scales[4 * g + jj];
-        const bool more = jj + 1 < blocks;
-        sy_wgmma_wait<1>(); /* tile 0 of block jj (tile 1's may run) */
-        sy_wgmma_hold(part[0]);
+        const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
+        uint32_t frag[2][2][4];
+        moe_mma_decode_tile(slot, warp * 2, jj, frag[0]);
+        moe_mma_decode_tile(slot, warp * 2 + 1, jj, frag[1]);
+        /* block jj's 32 k: in tile jj / 2, 64 bytes in for an odd block; a k-step is 32 bytes */
+        const uint64_t b_desc = sy_wgmma_desc_advance(x_desc, (uint32_t)(jj / 2 * stage::x_tile + jj % 2 * 64));
+        float part[2][8][4];
         sy_wgmma_hold(frag[0]);
-        add_scaled(part[0], acc[0], sc.x, sc.y);
-        if (more) {
-            moe_mma_decode_tile(slot, warp * 2, jj + 1, frag[0]);
-            moe_mma_wg_block<PLANES, stage::x_plane>(part[0], frag[0], b_desc(jj + 1));
-            sy_wgmma_wait<1>(); /* tile 1 of block jj (tile 0's of jj + 1 may run) */
-        } else {
-            sy_wgmma_wait<0>();
-        }
-        sy_wgmma_hold(part[1]);
         sy_wgmma_hold(frag[1]);
-        add_scaled(part[1], acc[1], sc.z, sc.w);
-        if (more) {
-            moe_mma_decode_tile(slot, warp * 2 + 1, jj + 1, frag[1]);
-            moe_mma_wg_block<PLANES, stage::x_plane>(part[1], frag[1], b_desc(jj + 1));
+        sy_wgmma_hold(part[0]);
+        sy_wgmma_hold(part[1]);
+        sy_wgmma_fence();
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++) {
+            sy_wgmma_m64k16<64, 0, false>(part[mt], frag[mt][0], b_desc);
+            if (PLANES)
+                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][0], sy_wgmma_desc_advance(b_desc, stage::x_plane));
+            sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, 32));
+            if (PLANES)
+                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, stage::x_plane + 32));
+            sy_wgmma_commit();
         }
+        const auto add_scaled = [&](int mt) {
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
+        };
+        sy_wgmma_wait<1>();
+        sy_wgmma_hold(part[0]);
+        add_scaled(0);
+        sy_wgmma_wait<0>();
+        sy_wgmma_hold(part[1]);
+        sy_wgmma_hold(frag[0]);
+        sy_wgmma_hold(frag[1]);
+        add_scaled(1);
     }
 }
 
