@@ -74,10 +74,8 @@ extern "C" sy_status sy_attn_paged_gpu_init(const sy_host_api *host, void **out,
         return sy_op_fail(err, SY_E_NOMEM, "%s: out of host memory for the context", op);
     ctx->host = host;
     ctx->multiprocessors = info.multiprocessors ? info.multiprocessors : 1;
-#if defined(SY_VENDOR_CUDA)
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
     ctx->prefill_warpgroup = sy_wgmma_runs_on(info.cc_major, info.cc_minor);
-#elif defined(SY_EMU_TENSOR_CORES)
-    ctx->prefill_warpgroup = true; /* emulated as an sm_90a build on an H200 runs it */
 #endif
 #if SY_ATTN_DECODE_WARP_KERNEL
     if ((st = sy_attn_gpu_decode_warp_opt_in(err)) != SY_OK) {

@@ -850,15 +850,11 @@ static int32_t moe_gpu_chunk_tokens(int64_t pairs, uint32_t experts)
 #endif
 }
 
-/* Whether the device of `host`'s backend runs this build's warpgroup product: an sm_90 device and
- * sm_90a code (sy_wgmma_runs_on); the emulator runs it as such a build would on an H200. A
- * backend that does not say gets the mma.sync product, which every tensor-core device runs. */
+/* Whether the device of `host`'s backend runs this build's warpgroup product (sy_wgmma_runs_on).
+ * A backend that does not say gets the mma.sync product, which every tensor-core device runs. */
 static bool moe_gpu_warpgroup_runs(const sy_host_api *host)
 {
-#if defined(SY_EMU_TENSOR_CORES)
-    (void)host;
-    return true;
-#elif SY_MOE_TENSOR_CORES
+#if SY_MOE_TENSOR_CORES
     if (!host || !host->backend || !host->backend->device_info)
         return false;
     sy_device_info info;

@@ -111,9 +111,9 @@ enum {
 static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0 && MOE_MMA_WIDE_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
 
-/* A CTA's warps and what follows from them: 4 warps for the mma.sync products; 8 (two warpgroups,
- * sharing each stage's inputs) for the warpgroup product, where 4 read every input row from L2
- * once per 128 weight rows. Each warp owns two 16-row tiles (w13: the gate and the up tile of 16
+/* A CTA's warps and what follows from them: 4 warps for the mma.sync products; 8 (two warpgroups
+ * sharing each stage's inputs) for the warpgroup product, so that each input row read from L2
+ * serves 256 weight rows rather than 128. Each warp owns two 16-row tiles (w13: the gate and the up tile of 16
  * intermediate indices; w2: 32 hidden rows). */
 template <bool WG>
 struct moe_mma_cta {

@@ -43,10 +43,14 @@
 
 /* Whether this build runs the warpgroup products on a device of compute capability
  * cc_major.cc_minor: only sm_90a code has them (SY_CUDA_SM90A, cmake/gpu.cmake), and only an sm_90
- * device runs sm_90a code. Host code, for the kernels' launch choice. */
+ * device runs sm_90a code; tests/gpu's emulator runs them as such a build on an H200 would. Host
+ * code, for the kernels' launch choice. */
 static inline bool sy_wgmma_runs_on(uint32_t cc_major, uint32_t cc_minor)
 {
-#if defined(SY_CUDA_SM90A)
+#if defined(SY_EMU_TENSOR_CORES)
+    (void)cc_major, (void)cc_minor;
+    return true;
+#elif defined(SY_CUDA_SM90A)
     return cc_major == 9 && cc_minor == 0;
 #else
     (void)cc_major, (void)cc_minor;
