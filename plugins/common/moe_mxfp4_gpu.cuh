@@ -565,9 +565,10 @@ typedef struct moe_gpu_gemm {
      * in_exp[r], or in_exp_fixed for every row where in_exp is NULL. */
     const int32_t *in_exp;
     int32_t in_exp_fixed;
-    /* w13: act_exp > 0: act as w2's input, two bf16 planes of act * 2^(126 - act_exp) (the SwiGLU
+    /* w13: act_exp > 0: act as w2's input, bf16 planes of act * 2^(126 - act_exp) (the SwiGLU
      * bounds |act| under 2^act_exp, moe_gpu_act_exponent), the high parts at out_hi and the low parts
-     * out_lo_offset elements further; act_exp 0: act as f32 rows at out, for moe_gpu_stage_kernel. */
+     * out_lo_offset elements further (0: one plane, act rounded to bf16); act_exp 0: act as f32 rows
+     * at out, for moe_gpu_stage_kernel. */
     int32_t act_exp;
     float act_scale; /* 2^(126 - act_exp) */
     uint16_t *out_hi;
@@ -881,7 +882,7 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
  * (sy_e2m1_input_slot: warpgroup or mma.sync), times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
  * two above the row's largest finite magnitude (e = 0 for a row of zeros). bf16 rows as one bf16
  * plane (exact), f32 rows as two, the high parts at hi and the bf16 of the remainders `plane`
- * elements further. e goes to row_exp for the product's epilogue. One block a row, each thread MOE_GPU_STAGE_PER elements of a pass loaded
+ * elements further, or as one (rounded to bf16) where `plane` is 0. e goes to row_exp for the product's epilogue. One block a row, each thread MOE_GPU_STAGE_PER elements of a pass loaded
  * at once and kept for the writes where the row is one pass (H200, gpt-oss's 2880: a loop of one
  * load at a time took 8.4 us at 128 rows). */
 enum { MOE_GPU_STAGE_PER = 12 };
@@ -926,7 +927,7 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
                 break;
             const uint32_t at = sy_e2m1_input_slot(i, warpgroup);
             const float y = moe_gpu_times_pow2(v[j], scale);
-            if (dtype == SY_DTYPE_F32)
+            if (dtype == SY_DTYPE_F32 && plane)
                 sy_mma_split_bf16_one(y, &out[at], &out[plane + at]);
             else
                 out[at] = sy_f32_to_bf16(y);
@@ -1145,7 +1146,9 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.act_scale = ldexpf(1.0f, 126 - act_exp);
 #endif
         g.out_hi = (uint16_t *)s.act;
-        g.out_lo_offset = (int64_t)max_pairs * d.intermediate;
+        /* bf16 x: act enters w2 as one bf16 plane, rounded once as the gpt-oss reference rounds it
+         * (docs/conformance.md's moe bf16 class), which halves w2's products; f32 x: two planes. */
+        g.out_lo_offset = a->x.dtype == SY_DTYPE_BF16 ? 0 : (int64_t)max_pairs * d.intermediate;
         st = moe_gpu_launch_product<true>(g, plan.chunk_tokens, warpgroup, max_chunks, gs, err);
         if (st != SY_OK)
             return st;

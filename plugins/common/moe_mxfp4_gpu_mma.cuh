@@ -506,7 +506,10 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                         /* act as w2's input planes, staged as moe_gpu_stage_kernel would with the
                          * bound for the row's exponent: each group of 8 in the product's pair order. */
                         const int64_t at = pair * a.out_rows + sy_e2m1_input_slot(row, WG);
-                        sy_mma_split_bf16_one(act * a.act_scale, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
+                        if (a.out_lo_offset)
+                            sy_mma_split_bf16_one(act * a.act_scale, &a.out_hi[at], &a.out_hi[a.out_lo_offset + at]);
+                        else
+                            a.out_hi[at] = sy_f32_to_bf16(act * a.act_scale);
                     } else {
                         a.out[pair * a.out_rows + row] = act;
                     }

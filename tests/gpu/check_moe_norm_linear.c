@@ -730,7 +730,10 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
      * from a double reference at these shapes, and 1.28e-5 at E3 H32 I32 k2 T5 with
      * SY_TEST_SEED=1796517289462493554 (160 outputs: a few outputs near the clamp's corners move
      * the whole relative L2), where the cpu twin is 1.2e-7 from it. */
-    const double tol = x_dtype == F32 && out_dtype == F32 ? 2e-5 : 5e-3;
+    /* bf16 (either side): the suite's bf16 bound, 8e-3. With bf16 x the CUDA product rounds act to
+     * bf16 for w2, as the gpt-oss reference does: 1.4-4.1e-3 from the cpu twin's f32 act over six
+     * seeds of the emulated cases, whose sums of 32 terms average little of that rounding away. */
+    const double tol = x_dtype == F32 && out_dtype == F32 ? 2e-5 : 8e-3;
     const double rel = rel_l2(outs[0], ref_out, out_dtype, T, H, H);
     verdict(rel <= tol, "%s %s: rel L2 %.2e against the cpu twin (tol %.0e)", moe_names[0], what, rel, tol);
     verdict(memcmp(outs[0], outs[1], out_bytes) == 0, "interleave and separated %s: equal bit for bit", what);
