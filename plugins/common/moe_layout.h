@@ -42,7 +42,7 @@ enum {
     SY_MOE_PAD_MULTIPLE = 256,           /* hidden and intermediate padding; also the input alignment */
     SY_MOE_SECTION_ALIGN = 256,          /* byte alignment of every section of the prepared buffer */
     SY_MOE_PREPARED_MAGIC = 0x344D5953u, /* "SYM4" little-endian */
-    SY_MOE_PREPARED_VERSION = 2u
+    SY_MOE_PREPARED_VERSION = 3u
 };
 
 /* The bit order of the E2M1 codes inside each 4-byte group of a block (sy_moe_prepared_header's
@@ -111,6 +111,19 @@ SY_HD uint64_t sy_moe_scale_offset(uint32_t q, uint32_t j, uint32_t kblocks)
     return ((((n1 * (kblocks / 8u) + k1) * 4u + kl) * 16u + nl) * 2u + kp) * 2u + np;
 }
 
+/* A row's top scale: the largest of its `n` E8M0 scale bytes other than the NaN byte 0xFF, or the
+ * neutral 0x7F where it has no other (and for padding rows). The CUDA product multiplies each block
+ * of the row by 2^(scale - top) in bf16 and the row's sums by 2^(top - 127) (moe_mxfp4_gpu_mma.cuh,
+ * "Exactness"), which keeps every block within 2^-132 of the row's largest exact. */
+SY_HD uint8_t sy_moe_row_top(const uint8_t *scales, uint32_t n)
+{
+    int top = -1;
+    for (uint32_t j = 0; j < n; j++)
+        if (scales[j] != 0xFFu && (int)scales[j] > top)
+            top = scales[j];
+    return top < 0 ? (uint8_t)SY_E8M0_ONE : (uint8_t)top;
+}
+
 /* Byte offsets of the sections of the prepared buffer, each aligned to SY_MOE_SECTION_ALIGN.
  *   header     sy_moe_prepared_header
  *   w13_blocks [E][2Ip rows in tile order][Hp/32 blocks] shuffled (sy_moe_block_offset)
@@ -118,9 +131,11 @@ SY_HD uint64_t sy_moe_scale_offset(uint32_t q, uint32_t j, uint32_t kblocks)
  *   w13_bias   f32 [E][2Ip], de-interleaved row order g*Ip + i (not tile order)
  *   w2_blocks  [E][Hp rows][Ip/32 blocks] shuffled
  *   w2_scales  [E][Hp * Ip/32] shuffled
- *   w2_bias    f32 [E][Hp] */
+ *   w2_bias    f32 [E][Hp]
+ *   w13_row_top [E][2Ip] and w2_row_top [E][Hp]: each tile-order row's largest scale byte
+ *              (sy_moe_row_top), which the CUDA product scales the row's blocks against */
 typedef struct sy_moe_sections {
-    uint64_t header, w13_blocks, w13_scales, w13_bias, w2_blocks, w2_scales, w2_bias;
+    uint64_t header, w13_blocks, w13_scales, w13_bias, w2_blocks, w2_scales, w2_bias, w13_row_top, w2_row_top;
     uint64_t total;
     /* bytes of one expert in each weight section */
     uint64_t w13_expert_bytes, w13_expert_scales, w2_expert_bytes, w2_expert_scales;
@@ -155,7 +170,9 @@ SY_HD sy_moe_sections sy_moe_sections_of(const sy_moe_dims *d)
     s.w2_blocks = s.w13_bias + sy_moe_align_section(E * 2u * Ip * sizeof(float));
     s.w2_scales = s.w2_blocks + sy_moe_align_section(E * s.w2_expert_bytes);
     s.w2_bias = s.w2_scales + sy_moe_align_section(E * s.w2_expert_scales);
-    s.total = s.w2_bias + sy_moe_align_section(E * Hp * sizeof(float));
+    s.w13_row_top = s.w2_bias + sy_moe_align_section(E * Hp * sizeof(float));
+    s.w2_row_top = s.w13_row_top + sy_moe_align_section(E * 2u * Ip);
+    s.total = s.w2_row_top + sy_moe_align_section(E * Hp);
     return s;
 }
 

@@ -100,6 +100,8 @@ static void move_matrix(const prepared_view *v, int is_w13, uint8_t *ck_blocks, 
     uint64_t expert_scales = is_w13 ? v->sec.w13_expert_scales : v->sec.w2_expert_scales;
     uint8_t *pb = v->base + (is_w13 ? v->sec.w13_blocks : v->sec.w2_blocks);
     uint8_t *ps = v->base + (is_w13 ? v->sec.w13_scales : v->sec.w2_scales);
+    uint8_t *top = v->base + (is_w13 ? v->sec.w13_row_top : v->sec.w2_row_top);
+    uint64_t expert_rows = is_w13 ? 2u * d->intermediate_padded : d->hidden_padded;
     for (uint32_t e = 0; e < d->experts; e++)
         for (uint32_t cr = 0; cr < ck_rows; cr++) {
             uint32_t q = is_w13 ? sy_moe_w13_tile_row(v->gate_up_layout, deinterleaved_row(cr, d->intermediate_padded),
@@ -119,6 +121,8 @@ static void move_matrix(const prepared_view *v, int is_w13, uint8_t *ck_blocks, 
                     *ck_scale = *prep_scale;
                 }
             }
+            if (to_prepared)
+                top[e * expert_rows + q] = sy_moe_row_top(ck_scales + ck_row * ck_kblocks, ck_kblocks);
         }
 }
 
@@ -144,6 +148,8 @@ sy_status sy_moe_mxfp4_cpu_prepare(void *ctx, sy_stream stream, const sy_moe_pre
     memset(v.base, 0, sec->total);
     memset(v.base + sec->w13_scales, SY_E8M0_ONE, E * sec->w13_expert_scales);
     memset(v.base + sec->w2_scales, SY_E8M0_ONE, E * sec->w2_expert_scales);
+    memset(v.base + sec->w13_row_top, SY_E8M0_ONE, E * 2u * Ip);
+    memset(v.base + sec->w2_row_top, SY_E8M0_ONE, E * Hp);
     const sy_moe_prepared_header h = {.magic = SY_MOE_PREPARED_MAGIC,
                                       .version = SY_MOE_PREPARED_VERSION,
                                       .gate_up_layout = c->gate_up_layout,

@@ -167,7 +167,8 @@ static sy_status moe_gpu_check_prepared(const char *op, const void *prepared, sy
 typedef struct moe_gpu_move {
     const uint8_t *ck_blocks, *ck_scales; /* [E][rows][ck_kblocks][16], [E][rows][ck_kblocks] */
     uint8_t *blocks, *scales;             /* expert 0's shuffled sections */
-    uint64_t expert_bytes, expert_scales;
+    uint8_t *row_top;                     /* expert 0's row tops (sy_moe_row_top) */
+    uint64_t expert_bytes, expert_scales, expert_rows;
     uint64_t count; /* E * rows * ck_kblocks */
     uint32_t rows, ck_kblocks, kblocks;
     uint32_t is_w13, gate_up_layout, inter_padded;
@@ -188,17 +189,32 @@ static __device__ __forceinline__ uint32_t moe_gpu_codes_to_order(uint32_t check
                                                            : checkpoint_group;
 }
 
+/* Tile-order row q of checkpoint row cr: w13's row 2i + g is de-interleaved row g*Ip + i. */
+static __device__ __forceinline__ uint32_t moe_gpu_tile_row_of(const moe_gpu_move &m, uint32_t cr)
+{
+    return m.is_w13 ? sy_moe_w13_tile_row(m.gate_up_layout, (cr % 2u) * m.inter_padded + cr / 2u, m.inter_padded)
+                    : cr;
+}
+
+/* One thread a checkpoint row: its top scale (sy_moe_row_top), at its tile-order row. */
+static __global__ void moe_gpu_row_top_kernel(moe_gpu_move m)
+{
+    const uint64_t rows = m.count / m.ck_kblocks;
+    for (uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; row < rows;
+         row += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t e = (uint32_t)(row / m.rows);
+        m.row_top[e * m.expert_rows + moe_gpu_tile_row_of(m, (uint32_t)(row % m.rows))] =
+            sy_moe_row_top(m.ck_scales + row * m.ck_kblocks, m.ck_kblocks);
+    }
+}
+
 static __global__ void moe_gpu_move_kernel(moe_gpu_move m)
 {
     for (uint64_t idx = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < m.count;
          idx += (uint64_t)gridDim.x * blockDim.x) {
         const uint32_t j = (uint32_t)(idx % m.ck_kblocks);
         const uint64_t row = idx / m.ck_kblocks;
-        const uint32_t e = (uint32_t)(row / m.rows), cr = (uint32_t)(row % m.rows);
-        /* Checkpoint row 2i + g of w13 is de-interleaved row g*Ip + i, then put in tile order. */
-        const uint32_t q = m.is_w13 ? sy_moe_w13_tile_row(m.gate_up_layout, (cr % 2u) * m.inter_padded + cr / 2u,
-                                                          m.inter_padded)
-                                    : cr;
+        const uint32_t e = (uint32_t)(row / m.rows), q = moe_gpu_tile_row_of(m, (uint32_t)(row % m.rows));
         uint8_t *dst = m.blocks + e * m.expert_bytes + sy_moe_block_offset(q, j, m.kblocks);
         const uint8_t *src = m.ck_blocks + idx * SY_MXFP4_BLOCK_BYTES;
         /* The block's four groups of 8 codes as little-endian words, as the product reads them. */
@@ -318,6 +334,10 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
                   "for the w13 scales");
     SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w2_scales, SY_E8M0_ONE, E * sec.w2_expert_scales, gs),
                   "for the w2 scales");
+    SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w13_row_top, SY_E8M0_ONE, E * 2u * d.intermediate_padded, gs),
+                  "for the w13 row tops");
+    SY_GPU_CHECKF(err, gpuMemsetAsync(base + sec.w2_row_top, SY_E8M0_ONE, E * d.hidden_padded, gs),
+                  "for the w2 row tops");
     SY_GPU_LAUNCH(1, 64, 0, gs, moe_gpu_header_kernel)(moe_gpu_header_of(&d, c->gate_up_layout),
                                                        (sy_moe_prepared_header *)(base + sec.header));
     SY_GPU_CHECK_LAUNCH(err, "moe_gpu_header_kernel");
@@ -329,6 +349,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
         m.ck_scales = (const uint8_t *)(w13 ? a->w13_scales.data : a->w2_scales.data);
         m.blocks = base + (w13 ? sec.w13_blocks : sec.w2_blocks);
         m.scales = base + (w13 ? sec.w13_scales : sec.w2_scales);
+        m.row_top = base + (w13 ? sec.w13_row_top : sec.w2_row_top);
+        m.expert_rows = w13 ? 2u * d.intermediate_padded : d.hidden_padded;
         m.expert_bytes = w13 ? sec.w13_expert_bytes : sec.w2_expert_bytes;
         m.expert_scales = w13 ? sec.w13_expert_scales : sec.w2_expert_scales;
         m.rows = w13 ? 2u * d.intermediate : d.hidden;
@@ -341,6 +363,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_prepare(void *ctx, sy_stream stream, const
         m.vector_copy = (uint32_t)moe_gpu_aligned16(m.ck_blocks);
         SY_GPU_LAUNCH(moe_gpu_grid_for(m.count), MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_move_kernel)(m);
         SY_GPU_CHECK_LAUNCH(err, "moe_gpu_move_kernel");
+        SY_GPU_LAUNCH(moe_gpu_grid_for(E * m.rows), MOE_GPU_SIMPLE_THREADS, 0, gs, moe_gpu_row_top_kernel)(m);
+        SY_GPU_CHECK_LAUNCH(err, "moe_gpu_row_top_kernel");
     }
 
     moe_gpu_bias_move b;
@@ -541,6 +565,7 @@ static __global__ void moe_gpu_scatter_kernel(const int32_t *ids, int32_t pairs,
 typedef struct moe_gpu_matrix {
     const uint8_t *blocks, *scales;
     const float *bias;
+    const uint8_t *row_top; /* sy_moe_row_top of each tile-order row, expert_bias rows an expert as well */
     uint64_t expert_bytes, expert_scales, expert_bias;
     uint32_t kblocks, kblocks_used; /* blocks a row stored, and blocks a row really has */
 } moe_gpu_matrix;
@@ -561,16 +586,16 @@ typedef struct moe_gpu_gemm {
     float alpha, limit;
     /* The tensor-core product (CUDA) only: */
     int64_t in_lo_offset; /* two-plane input: bytes from a row's high parts to its low parts; 0: one plane */
-    /* Input row r was staged times 2^(126 - e_r) (moe_mxfp4_gpu_mma.cuh, "Exactness"): e_r is
+    /* Input row r was staged times 2^(MOE_MMA_INPUT_EXP - e_r) (moe_mxfp4_gpu_mma.cuh, "Exactness"): e_r is
      * in_exp[r], or in_exp_fixed for every row where in_exp is NULL. */
     const int32_t *in_exp;
     int32_t in_exp_fixed;
-    /* w13: act_exp > 0: act as w2's input, bf16 planes of act * 2^(126 - act_exp) (the SwiGLU
+    /* w13: act_exp > 0: act as w2's input, bf16 planes of act * 2^(MOE_MMA_INPUT_EXP - act_exp) (the SwiGLU
      * bounds |act| under 2^act_exp, moe_gpu_act_exponent), the high parts at out_hi and the low parts
      * out_lo_offset elements further (0: one plane, act rounded to bf16); act_exp 0: act as f32 rows
      * at out, for moe_gpu_stage_kernel. */
     int32_t act_exp;
-    float act_scale; /* 2^(126 - act_exp) */
+    float act_scale; /* 2^(MOE_MMA_INPUT_EXP - act_exp) */
     uint16_t *out_hi;
     int64_t out_lo_offset;
 } moe_gpu_gemm;
@@ -613,9 +638,9 @@ static __device__ __noinline__ float moe_gpu_ldexpf(float v, int e)
     return ldexpf(v, e);
 }
 
-/* v * 2^e for an exponent of moe_gpu_stage_kernel (-148 .. 128): one multiply where 2^e is a
- * normal float, built from its bits; the rest (rows past 2^127 or under 2^-126) out of line, so
- * that the product's epilogue stays small. The staging's 126 - e (up to 274) takes
+/* v * 2^e for the tensor-core product's epilogue (a row's top and a column's staging exponent,
+ * -371 .. 159): one multiply where 2^e is a normal float, built from its bits; the rest out of
+ * line, so that the epilogue stays small. The staging's MOE_MMA_INPUT_EXP - e (up to 244) takes
  * moe_gpu_times_pow2 instead, its factors worked out once a row: one helper for both, with the
  * second multiply inline, measured 8192 tokens 11.40 -> 11.67 ms (H200, one run). */
 static __device__ __forceinline__ float moe_gpu_scale_back(float v, int e)
@@ -879,7 +904,7 @@ static size_t moe_gpu_max_chunks(uint32_t pairs, uint32_t experts, int32_t chunk
 #if SY_MOE_TENSOR_CORES
 /* Row blockIdx.x of `in` (x, or act where the SwiGLU has no bound) as the tensor-core product's
  * input [rows][cols]: 16-byte aligned rows in the order of the product that takes them
- * (sy_e2m1_input_slot: warpgroup or mma.sync), times 2^(126 - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
+ * (sy_e2m1_input_slot: warpgroup or mma.sync), times 2^(MOE_MMA_INPUT_EXP - e) (moe_mxfp4_gpu_mma.cuh), where 2^e is the first power of
  * two above the row's largest finite magnitude (e = 0 for a row of zeros). bf16 rows as one bf16
  * plane (exact), f32 rows as two, the high parts at hi and the bf16 of the remainders `plane`
  * elements further, or as one (rounded to bf16) where `plane` is 0. e goes to row_exp for the product's epilogue. One block a row, each thread MOE_GPU_STAGE_PER elements of a pass loaded
@@ -915,7 +940,7 @@ static __global__ void __launch_bounds__(MOE_GPU_SIMPLE_THREADS)
     int e = 0;
     if (largest > 0.0f)
         (void)frexpf(largest, &e);
-    const moe_gpu_pow2 scale = moe_gpu_pow2_of(126 - e);
+    const moe_gpu_pow2 scale = moe_gpu_pow2_of(MOE_MMA_INPUT_EXP - e);
     uint16_t *out = hi + (size_t)blockIdx.x * cols;
     for (uint32_t c0 = 0; c0 < cols; c0 += pass) {
         if (cols > pass)
@@ -1036,6 +1061,7 @@ static moe_gpu_matrix moe_gpu_matrix_of(const uint8_t *base, const sy_moe_dims *
     m.blocks = base + (w13 ? sec->w13_blocks : sec->w2_blocks);
     m.scales = base + (w13 ? sec->w13_scales : sec->w2_scales);
     m.bias = (const float *)(base + (w13 ? sec->w13_bias : sec->w2_bias));
+    m.row_top = base + (w13 ? sec->w13_row_top : sec->w2_row_top);
     m.expert_bytes = w13 ? sec->w13_expert_bytes : sec->w2_expert_bytes;
     m.expert_scales = w13 ? sec->w13_expert_scales : sec->w2_expert_scales;
     m.expert_bias = w13 ? 2u * (uint64_t)d->intermediate_padded : d->hidden_padded;
@@ -1143,7 +1169,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
             g.in_exp = s.x_exp;
         }
         g.act_exp = act_exp;
-        g.act_scale = ldexpf(1.0f, 126 - act_exp);
+        g.act_scale = ldexpf(1.0f, MOE_MMA_INPUT_EXP - act_exp);
 #endif
         g.out_hi = (uint16_t *)s.act;
         /* bf16 x: act enters w2 as one bf16 plane, rounded once as the gpt-oss reference rounds it
@@ -1162,7 +1188,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
         g.out_rows = d.hidden;
 #if SY_MOE_TENSOR_CORES
         /* The act planes: rows of a multiple of 32 bf16 from an aligned allocation, written by w13
-         * (times the fixed 2^(126 - act_exp)) or staged from its f32 rows here. */
+         * (times the fixed 2^(MOE_MMA_INPUT_EXP - act_exp)) or staged from its f32 rows here. */
         g.in_dtype = SY_DTYPE_BF16;
         g.in_lo_offset = g.out_lo_offset * (int64_t)sizeof(uint16_t);
         g.in_exp = NULL;

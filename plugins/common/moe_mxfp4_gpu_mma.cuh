@@ -90,7 +90,6 @@ enum {
     MOE_MMA_TOKENS = 16,                       /* pairs of one chunk: up to 2 n-tiles */
     MOE_MMA_WIDE_TOKENS = 64,                  /* pairs of one chunk of the wide kernel: up to 8 n-tiles */
     MOE_MMA_WIDE_AVERAGE = 48,                 /* routed pairs an expert from which a call runs the wide kernel */
-    MOE_MMA_N_GROUP = 2,                       /* n-tiles whose block partials a warp holds at once */
     MOE_MMA_STAGE_BLOCKS = 4,                  /* MXFP4 blocks of K a pipeline stage holds */
     MOE_MMA_TILE_STAGE_BYTES = MOE_MMA_STAGE_BLOCKS * 16 * SY_MXFP4_BLOCK_BYTES, /* 1 KB, contiguous in a tile */
     MOE_MMA_SCALE_SEGMENT = 256,               /* scale bytes of 32 rows x 8 blocks, contiguous (sy_moe_scale_offset) */
@@ -105,7 +104,9 @@ enum {
     /* The warpgroup product's (one CTA an SM): four stages of two planes (52 KB), five of one. */
     MOE_MMA_WG_RING_BYTES = 208 * 1024,
     /* Each column's exponent to scale its sums back by, one int a pair of the chunk. */
-    MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4
+    MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4,
+    /* Input rows are staged times 2^(MOE_MMA_INPUT_EXP - e), below 2^96 ("Exactness"). */
+    MOE_MMA_INPUT_EXP = 96
 };
 
 static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0 && MOE_MMA_WIDE_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
@@ -122,8 +123,8 @@ struct moe_mma_cta {
     static constexpr int tiles = 2 * warps;
     static constexpr int w_bytes = tiles * MOE_MMA_TILE_STAGE_BYTES; /* a stage's weights */
     static constexpr int s_bytes = tiles * MOE_MMA_SCALE_SEGMENT;    /* and their scales */
-    /* a stage's block scales of each warp as f32, one float4 a lane (moe_mma_stage_scales) */
-    static constexpr int scale_f32_bytes = threads * 16;
+    /* a stage's block multipliers of each warp, one uint4 a lane (moe_mma_stage_multipliers) */
+    static constexpr int multiplier_bytes = threads * 16;
     static constexpr int w13_indices = 16 * warps; /* intermediate indices per w13 CTA */
     static constexpr int w2_rows = 32 * warps;     /* hidden rows per w2 CTA */
     static constexpr int ring = WG ? MOE_MMA_WG_RING_BYTES : MOE_MMA_WIDE_RING_BYTES;
@@ -131,7 +132,7 @@ struct moe_mma_cta {
     /* shared memory of a wide (or warpgroup) CTA; the narrow one's ring is MOE_MMA_RING_BYTES */
     static constexpr int smem_bytes(int ring_bytes)
     {
-        return ring_bytes + scale_f32_bytes + MOE_MMA_COL_EXP_BYTES + align_slack;
+        return ring_bytes + multiplier_bytes + MOE_MMA_COL_EXP_BYTES + align_slack;
     }
     static_assert(w_bytes == 4 * 16 * threads, "four 16-byte weight copies per thread a stage");
     static_assert(s_bytes == 16 * threads, "one 16-byte scale copy per thread a stage");
@@ -216,33 +217,50 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a,
     }
 }
 
-/* The block scales of the warp's stage as f32, written to the warp's 32 float4 of `out`: lane 4g + c
- * converts those of block c of the stage, for rows g and g + 8 of its two tiles (x, y: tile 0; z,
- * w: tile 1), so that each scale byte is converted once a warp and a block's four scales are one
- * 16-byte read of lane 4g + jj. Converting per block where the scale is used cost each of the 4
- * lanes of a row the same conversions, a quarter of the product's instructions. */
+/* bf16 2^(scale - top + 126) in both halves, the factor that takes a block's decoded weights (its
+ * E2M1 values times 2^-126) to their values times 2^(scale - 127) / 2^(top - 127): scale <= top, so
+ * the exponent runs from -128 (a bf16 subnormal) to 126. The NaN byte 0xFF gives NaN, which every
+ * product of the block then carries, as the reference's NaN scale does. */
+static __device__ __forceinline__ uint32_t moe_mma_block_multiplier(uint32_t scale, int top)
+{
+    const int p = (int)scale - top + 126;
+    uint32_t bits = p >= -126 ? (uint32_t)(p + 127) << 7 : 0x40u >> (-127 - p);
+    bits = scale == 0xFFu ? 0x7FC0u : bits;
+    return bits | bits << 16;
+}
+
+/* The block multipliers (moe_mma_block_multiplier) of the warp's stage, written to the warp's 32
+ * uint4 of `out`: lane 4g + c makes those of block c of the stage, for rows g and g + 8 of its two
+ * tiles (x, y: tile 0; z, w: tile 1), so that each scale byte is converted once a warp and a block's
+ * four multipliers are one 16-byte read of lane 4g + jj. Converting per block where the scale is
+ * used cost each of the 4 lanes of a row the same conversions, a quarter of the product's
+ * instructions. row_top: the lane's rows' tops, [tile][g, g + 8]. */
 template <bool WG>
-static __device__ __forceinline__ void moe_mma_stage_scales(const uint8_t *slot, uint32_t st, const uint32_t (&tile_np)[2],
-                                                            float4 *out)
+static __device__ __forceinline__ void moe_mma_stage_multipliers(const uint8_t *slot, uint32_t st,
+                                                                 const uint32_t (&tile_np)[2], const int (&row_top)[2][2],
+                                                                 uint4 *out)
 {
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
     const uint32_t g = (uint32_t)lane / 4u, c = (uint32_t)lane % 4u;
     /* sy_moe_scale_offset inside a tile's staged segment: block j = 4 st + c (kl = c, kp = st % 2),
      * row q = g (+8). */
-    float v[2][2];
+    uint32_t v[2][2];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++) {
         const uint8_t *ss = slot + moe_mma_cta<WG>::w_bytes + (warp * 2 + mt) * MOE_MMA_SCALE_SEGMENT;
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            v[mt][h] = sy_e8m0_to_f32(ss[((c * 16u + g + 8u * (uint32_t)h) * 2u + st % 2u) * 2u + tile_np[mt]]);
+            v[mt][h] = moe_mma_block_multiplier(ss[((c * 16u + g + 8u * (uint32_t)h) * 2u + st % 2u) * 2u + tile_np[mt]],
+                                                row_top[mt][h]);
     }
-    out[lane] = make_float4(v[0][0], v[0][1], v[1][0], v[1][1]);
+    out[lane] = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
 }
 
 /* The A fragments of both k-steps of block jj of the warp's tile t in ring slot `slot`: rows g and
- * g + 8 of the block's e2m1 codes as bf16 pairs, word c of each (the file's comment). */
-static __device__ __forceinline__ void moe_mma_decode_tile(const uint8_t *slot, int t, int jj, uint32_t (&frag)[2][4])
+ * g + 8 of the block's e2m1 codes as bf16 pairs, word c of each (the file's comment), times the
+ * rows' block multipliers mul_g and mul_g8 (one bf16x2 multiply a word, exact: powers of two). */
+static __device__ __forceinline__ void moe_mma_decode_tile(const uint8_t *slot, int t, int jj, uint32_t mul_g,
+                                                           uint32_t mul_g8, uint32_t (&frag)[2][4])
 {
     const int lane = (int)threadIdx.x % MOE_MMA_LANES, g = lane / 4, c = lane % 4;
     const uint8_t *ws = slot + t * MOE_MMA_TILE_STAGE_BYTES + jj * 16 * SY_MXFP4_BLOCK_BYTES + 4 * c;
@@ -253,11 +271,20 @@ static __device__ __forceinline__ void moe_mma_decode_tile(const uint8_t *slot, 
     sy_e2m1x8_to_bf16_pairs_tiny(row_g8, rg8);
 #pragma unroll
     for (int s = 0; s < 2; s++) {
-        frag[s][0] = rg[2 * s];
-        frag[s][1] = rg8[2 * s];
-        frag[s][2] = rg[2 * s + 1];
-        frag[s][3] = rg8[2 * s + 1];
+        frag[s][0] = sy_bf16x2_mul(rg[2 * s], mul_g);
+        frag[s][1] = sy_bf16x2_mul(rg8[2 * s], mul_g8);
+        frag[s][2] = sy_bf16x2_mul(rg[2 * s + 1], mul_g);
+        frag[s][3] = sy_bf16x2_mul(rg8[2 * s + 1], mul_g8);
     }
+}
+
+/* Both of the warp's tiles of block jj, decoded and multiplied (moe_mma_decode_tile). */
+static __device__ __forceinline__ void moe_mma_decode_block(const uint8_t *slot, int jj, const uint4 &mul,
+                                                            uint32_t (&frag)[2][2][4])
+{
+    const int warp = (int)threadIdx.x / MOE_MMA_LANES;
+    moe_mma_decode_tile(slot, warp * 2, jj, mul.x, mul.y, frag[0]);
+    moe_mma_decode_tile(slot, warp * 2 + 1, jj, mul.z, mul.w, frag[1]);
 }
 
 /* f(mt, nt, r) over a warp's accumulators: two m-tiles by NT n-tiles, four f32 a lane each. */
@@ -274,133 +301,116 @@ static __device__ __forceinline__ void moe_mma_each(F f)
 }
 
 /* The products of one landed stage in ring slot `slot` (stage st; blocks past kb skipped), added to
- * the warp's accumulators: per block, each tile's bf16 products over the block's 32 k, then the
- * block's scale applied to that partial. The n-tiles go MOE_MMA_N_GROUP at a time, each group with
- * its own partials and B fragments and the block's decoded weights shared by all, so that a wide
- * chunk's registers grow with its accumulators only; every accumulator sees the same products in
- * the same order whatever the chunk's size. */
+ * the warp's accumulators: per block, its weights decoded with the block's scale folded in, then
+ * each tile's bf16 products over the block's 32 k, straight into the accumulators, k-step by
+ * k-step (per k-step the high plane, then the low): the warpgroup product's order, so that every
+ * accumulator sees the same products in the same order whatever the chunk's size. */
 template <int NT, bool PLANES, int RING>
 static __device__ __forceinline__ void moe_mma_multiply_stage(const uint8_t *slot, uint32_t st, uint32_t kb,
-                                                              const uint32_t (&tile_np)[2], float4 *warp_scales,
-                                                              float (&acc)[2][NT][4])
+                                                              const uint32_t (&tile_np)[2], const int (&row_top)[2][2],
+                                                              uint4 *warp_multipliers, float (&acc)[2][NT][4])
 {
     using stage = moe_mma_stage<NT, PLANES, RING>;
-    constexpr int NG = NT < MOE_MMA_N_GROUP ? NT : MOE_MMA_N_GROUP;
-    static_assert(NT % NG == 0, "whole n-tile groups");
-    const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
+    const int lane = (int)threadIdx.x % MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const uint8_t *xs = slot + stage::x_offset;
-    /* The block barrier before this ordered the warp's reads of the previous stage's scales first. */
-    moe_mma_stage_scales<false>(slot, st, tile_np, warp_scales);
+    /* The block barrier before this ordered the warp's reads of the previous stage's multipliers first. */
+    moe_mma_stage_multipliers<false>(slot, st, tile_np, row_top, warp_multipliers);
     __syncwarp();
     const auto block = [&](int jj) {
-        const float4 sc = warp_scales[4 * g + jj];
-        const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
-        /* A of k-step s of each m-tile: rows g, g + 8 of the block's e2m1 codes as bf16 pairs */
+        /* A of k-step s of each m-tile: rows g, g + 8 of the block's weights as bf16 pairs */
         uint32_t frag[2][2][4];
+        moe_mma_decode_block(slot, jj, warp_multipliers[4 * g + jj], frag);
 #pragma unroll
-        for (int n0 = 0; n0 < NT; n0 += NG) {
+        for (int nt = 0; nt < NT; nt++) {
             /* B: k = 8c .. 8c+7 of block jj for tokens nt*8 + g, staged in sy_e2m1x8_to_bf16_pairs_tiny's
              * order: the high parts and (PLANES) the low. */
-            uint4 bh[NG], bl[NG];
+            const uint8_t *xr = xs + (nt * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
+            const uint4 bh = *(const uint4 *)xr;
+            uint4 bl = bh;
+            if (PLANES)
+                bl = *(const uint4 *)(xr + stage::x_plane);
 #pragma unroll
-            for (int i = 0; i < NG; i++) {
-                const uint8_t *xr = xs + ((n0 + i) * MOE_MMA_N + g) * MOE_MMA_X_ROW + (jj * SY_MXFP4_BLOCK + 8 * c) * 2;
-                bh[i] = *(const uint4 *)xr;
-                if (PLANES)
-                    bl[i] = *(const uint4 *)(xr + stage::x_plane);
-            }
-            float part[2][NG][4];
-            moe_mma_each<NG>([&](int mt, int i, int r) { part[mt][i][r] = 0.0f; });
+            for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-            for (int mt = 0; mt < 2; mt++) {
-                if (n0 == 0)
-                    moe_mma_decode_tile(slot, warp * 2 + mt, jj, frag[mt]);
-#pragma unroll
-                for (int s = 0; s < 2; s++)
-#pragma unroll
-                    for (int i = 0; i < NG; i++) {
-                        sy_mma_bf16(part[mt][i], frag[mt][s], s ? bh[i].z : bh[i].x, s ? bh[i].w : bh[i].y);
-                        if (PLANES)
-                            sy_mma_bf16(part[mt][i], frag[mt][s], s ? bl[i].z : bl[i].x, s ? bl[i].w : bl[i].y);
-                    }
-            }
-            moe_mma_each<NG>([&](int mt, int i, int r) {
-                acc[mt][n0 + i][r] = fmaf(part[mt][i][r], scale[mt][r / 2], acc[mt][n0 + i][r]);
-            });
+                for (int s = 0; s < 2; s++) {
+                    sy_mma_bf16(acc[mt][nt], frag[mt][s], s ? bh.z : bh.x, s ? bh.w : bh.y);
+                    if (PLANES)
+                        sy_mma_bf16(acc[mt][nt], frag[mt][s], s ? bl.z : bl.x, s ? bl.w : bl.y);
+                }
         }
     };
     /* Wide bodies are long enough without unrolling the blocks: unrolled, the kernel's four bodies
      * overflowed the instruction cache (ncu at 8192 tokens: 37% of w13's stall samples "no
      * instruction"). */
-#pragma unroll(NT > MOE_MMA_N_GROUP ? 1 : MOE_MMA_STAGE_BLOCKS)
+#pragma unroll(NT > 2 ? 1 : MOE_MMA_STAGE_BLOCKS)
     for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++)
         if (st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb)
             block(jj);
 }
 
-/* moe_mma_multiply_stage on Hopper's warpgroup products, for a chunk of 64 columns: the m-tile mt
- * of the four warps is one 64-row A (each warp's rows in registers, decoded as the mma.sync product
- * decodes them), the stage's swizzled input tiles B, and one m64n64k16 product a k-step and plane
- * replaces eight m16n8k16. The products of each block go into partials that the block's scale then
- * adds to the accumulators, in the mma.sync product's order (per k-step the high plane, then the
- * low), with the inputs staged in sy_e2m1_warpgroup_slot's order, which puts each k-step's 16
- * columns where wgmma reads them. The two m-tiles are separate groups, so that one's scaling
- * overlaps the other's products. */
-template <bool PLANES, int RING>
+/* moe_mma_multiply_stage on Hopper's warpgroup products, for a chunk of NT n-tiles: the m-tile mt
+ * of the four warps is one 64-row A (each warp's rows in registers, decoded and multiplied as the
+ * mma.sync product does), the stage's swizzled input tiles B, and one m64nNk16 product (N = 8 NT)
+ * a k-step and plane replaces NT m16n8k16, in the mma.sync product's order, with the inputs staged
+ * in sy_e2m1_warpgroup_slot's order, which puts each k-step's 16 columns where wgmma reads them.
+ * The products accumulate in place, so a block's products run while the next block is decoded
+ * into the other half of a double-buffered A; the stage's last ones are waited for before the
+ * barrier that lets its ring slot be refilled. */
+template <int NT, bool PLANES, int RING>
 static __device__ __forceinline__ void moe_mma_multiply_stage_wg(const uint8_t *slot, uint32_t st, uint32_t kb,
-                                                                 const uint32_t (&tile_np)[2], float4 *warp_scales,
-                                                                 float (&acc)[2][8][4])
+                                                                 const uint32_t (&tile_np)[2], const int (&row_top)[2][2],
+                                                                 uint4 *warp_multipliers, float (&acc)[2][NT][4])
 {
-    using stage = moe_mma_stage<8, PLANES, RING, true>;
-    const int lane = (int)threadIdx.x % MOE_MMA_LANES, warp = (int)threadIdx.x / MOE_MMA_LANES;
-    const int g = lane / 4;
+    using stage = moe_mma_stage<NT, PLANES, RING, true>;
+    constexpr int N = NT * MOE_MMA_N;
+    const int g = (int)threadIdx.x % MOE_MMA_LANES / 4;
     const uint64_t x_desc = sy_wgmma_desc_sw128(slot + stage::x_offset);
-    moe_mma_stage_scales<true>(slot, st, tile_np, warp_scales);
+    moe_mma_stage_multipliers<true>(slot, st, tile_np, row_top, warp_multipliers);
     __syncwarp();
-#pragma unroll 1
-    for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS && st * MOE_MMA_STAGE_BLOCKS + (uint32_t)jj < kb; jj++) {
-        const float4 sc = warp_scales[4 * g + jj];
-        const float scale[2][2] = {{sc.x, sc.y}, {sc.z, sc.w}};
-        uint32_t frag[2][2][4];
-        moe_mma_decode_tile(slot, warp * 2, jj, frag[0]);
-        moe_mma_decode_tile(slot, warp * 2 + 1, jj, frag[1]);
+    const uint32_t left = kb - st * MOE_MMA_STAGE_BLOCKS;
+    const int blocks = left < (uint32_t)MOE_MMA_STAGE_BLOCKS ? (int)left : MOE_MMA_STAGE_BLOCKS;
+    uint32_t frag[2][2][2][4]; /* [block % 2][m-tile][k-step] */
+    moe_mma_decode_block(slot, 0, warp_multipliers[4 * g], frag[0]);
+#pragma unroll
+    for (int jj = 0; jj < MOE_MMA_STAGE_BLOCKS; jj++) {
+        if (jj >= blocks)
+            break;
+        uint32_t(&f)[2][2][4] = frag[jj % 2];
         /* block jj's 32 k: in tile jj / 2, 64 bytes in for an odd block; a k-step is 32 bytes */
         const uint64_t b_desc = sy_wgmma_desc_advance(x_desc, (uint32_t)(jj / 2 * stage::x_tile + jj % 2 * 64));
-        float part[2][8][4];
-        sy_wgmma_hold(frag[0]);
-        sy_wgmma_hold(frag[1]);
-        sy_wgmma_hold(part[0]);
-        sy_wgmma_hold(part[1]);
+        sy_wgmma_hold(f[0]);
+        sy_wgmma_hold(f[1]);
+        sy_wgmma_hold(acc[0]);
+        sy_wgmma_hold(acc[1]);
         sy_wgmma_fence();
 #pragma unroll
         for (int mt = 0; mt < 2; mt++) {
-            sy_wgmma_m64k16<64, 0, false>(part[mt], frag[mt][0], b_desc);
+            sy_wgmma_m64k16<N, 0, true>(acc[mt], f[mt][0], b_desc);
             if (PLANES)
-                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][0], sy_wgmma_desc_advance(b_desc, stage::x_plane));
-            sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, 32));
+                sy_wgmma_m64k16<N, 0, true>(acc[mt], f[mt][0], sy_wgmma_desc_advance(b_desc, stage::x_plane));
+            sy_wgmma_m64k16<N, 0, true>(acc[mt], f[mt][1], sy_wgmma_desc_advance(b_desc, 32));
             if (PLANES)
-                sy_wgmma_m64k16<64, 0, true>(part[mt], frag[mt][1], sy_wgmma_desc_advance(b_desc, stage::x_plane + 32));
-            sy_wgmma_commit();
+                sy_wgmma_m64k16<N, 0, true>(acc[mt], f[mt][1], sy_wgmma_desc_advance(b_desc, stage::x_plane + 32));
         }
-        const auto add_scaled = [&](int mt) {
-#pragma unroll
-            for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-                    acc[mt][nt][r] = fmaf(part[mt][nt][r], scale[mt][r / 2], acc[mt][nt][r]);
-        };
-        sy_wgmma_wait<1>();
-        sy_wgmma_hold(part[0]);
-        add_scaled(0);
-        sy_wgmma_wait<0>();
-        sy_wgmma_hold(part[1]);
-        sy_wgmma_hold(frag[0]);
-        sy_wgmma_hold(frag[1]);
-        add_scaled(1);
+        sy_wgmma_commit();
+        if (jj + 1 < blocks) {
+            /* block jj - 1's products, the last readers of the other half of A, are done */
+            sy_wgmma_wait<1>();
+            uint32_t(&next)[2][2][4] = frag[(jj + 1) % 2];
+            sy_wgmma_hold(next[0]);
+            sy_wgmma_hold(next[1]);
+            moe_mma_decode_block(slot, jj + 1, warp_multipliers[4 * g + jj + 1], next);
+        }
     }
+    sy_wgmma_wait<0>();
+    sy_wgmma_hold(acc[0]);
+    sy_wgmma_hold(acc[1]);
+    sy_wgmma_hold(frag[0][0]);
+    sy_wgmma_hold(frag[0][1]);
+    sy_wgmma_hold(frag[1][0]);
+    sy_wgmma_hold(frag[1][1]);
 }
-
 /* WG: the warpgroup product (NT 8); smem then 1024-byte aligned. */
 template <bool W13, int NT, bool PLANES, int RING, bool WG>
 static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, const moe_gpu_chunk &ch, uint32_t slice,
@@ -408,7 +418,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
 {
     static_assert(!WG || NT == 8, "the warpgroup product takes chunks of 64 columns");
     using cta = moe_mma_cta<WG>;
-    float4 *warp_scales = (float4 *)(smem + RING) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
+    uint4 *warp_multipliers = (uint4 *)(smem + RING) + (threadIdx.x / MOE_MMA_LANES) * MOE_MMA_LANES;
     const int tid = (int)threadIdx.x, lane = tid % MOE_MMA_LANES, warp = tid / MOE_MMA_LANES;
     const int g = lane / 4, c = lane % 4;
     const moe_gpu_matrix &m = a.m;
@@ -436,11 +446,19 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                                                                  a.in_stride * 2
                                       : NULL;
     }
-    /* np of sy_moe_scale_offset for each of this warp's two tiles. */
+    /* np of sy_moe_scale_offset for each of this warp's two tiles, and the tops (sy_moe_row_top) of
+     * the lane's rows g and g + 8 of each. */
     uint32_t tile_np[2];
+    int row_top[2][2];
+    const uint8_t *tops = m.row_top + e * m.expert_bias;
 #pragma unroll
-    for (int mt = 0; mt < 2; mt++)
-        tile_np[mt] = (moe_mma_tile_row<W13, WG>(a, slice, warp * 2 + mt) / 16u) % 2u;
+    for (int mt = 0; mt < 2; mt++) {
+        const uint32_t q = moe_mma_tile_row<W13, WG>(a, slice, warp * 2 + mt);
+        tile_np[mt] = (q / 16u) % 2u;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            row_top[mt][h] = tops[q + (uint32_t)g + 8u * (uint32_t)h];
+    }
 
     const uint32_t first = W13 ? slice * cta::w13_indices + (uint32_t)warp * 16u
                                : slice * cta::w2_rows + (uint32_t)warp * 32u;
@@ -455,15 +473,16 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
             moe_mma_issue<NT, PLANES, RING, WG>(a, src, (uint32_t)s, smem + s * stage::bytes);
         sy_cp_async_commit(); /* empty groups keep the count the wait relies on */
     }
-    /* The sums are of the weights times 2^-126 and of each input row times 2^(126 - e_row): column
-     * t's come back times 2^e_row. Read once, with the first stages' copies in flight, where the
+    /* The sums are of the weights times 2^(127 - top_row) and of each input row times
+     * 2^(MOE_MMA_INPUT_EXP - e_row): sum (row, t) comes back times 2^(top_row - 127) (row_back) and
+     * 2^(e_row - MOE_MMA_INPUT_EXP) (col_exp). Read once, with the first stages' copies in flight, where the
      * epilogue's loads of them, each after the pair's own and behind the stores before it, cost w13
      * 13% at 8192 tokens (H200). The main loop's first barrier orders these writes before the
      * epilogue's reads. */
-    int *col_exp = (int *)(smem + RING + cta::scale_f32_bytes);
+    int *col_exp = (int *)(smem + RING + cta::multiplier_bytes);
     if (tid < NT * MOE_MMA_N) {
         const uint32_t pair = tid < ch.count ? (uint32_t)a.grouped[ch.first + tid] : 0u;
-        col_exp[tid] = a.in_exp ? a.in_exp[pair / a.in_pair_divisor] : a.in_exp_fixed;
+        col_exp[tid] = (a.in_exp ? a.in_exp[pair / a.in_pair_divisor] : a.in_exp_fixed) - MOE_MMA_INPUT_EXP;
     }
     uint32_t cur = 0; /* stage st's slot, st % STAGES */
     for (uint32_t st = 0; st < stages; st++) {
@@ -478,9 +497,11 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
         sy_cp_async_commit();
         /* A warpgroup product takes its four warps: a warp past the rows multiplies the padding's zeros. */
         if constexpr (WG)
-            moe_mma_multiply_stage_wg<PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
+            moe_mma_multiply_stage_wg<NT, PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, row_top,
+                                                        warp_multipliers, acc);
         else if (live)
-            moe_mma_multiply_stage<NT, PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, warp_scales, acc);
+            moe_mma_multiply_stage<NT, PLANES, RING>(smem + cur * stage::bytes, st, kb, tile_np, row_top, warp_multipliers,
+                                                     acc);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
     }
     if (!live)
@@ -496,11 +517,11 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                 continue;
             const int64_t pair = a.grouped[ch.first + t];
             const uint32_t row = first + (uint32_t)g + 8u * (uint32_t)(r / 2);
-            const int col = col_exp[t];
+            const int col = col_exp[t], back0 = col + row_top[0][r / 2] - 127, back1 = col + row_top[1][r / 2] - 127;
             if (W13) {
                 if (row < a.out_rows) {
-                    const float act = moe_gpu_swiglu(moe_gpu_scale_back(acc[0][nt][r], col) + bias[row],
-                                                     moe_gpu_scale_back(acc[1][nt][r], col) + bias[a.inter_padded + row],
+                    const float act = moe_gpu_swiglu(moe_gpu_scale_back(acc[0][nt][r], back0) + bias[row],
+                                                     moe_gpu_scale_back(acc[1][nt][r], back1) + bias[a.inter_padded + row],
                                                      a.alpha, a.limit);
                     if (a.act_exp) {
                         /* act as w2's input planes, staged as moe_gpu_stage_kernel would with the
@@ -519,7 +540,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                 for (int mt = 0; mt < 2; mt++)
                     if (row + 16u * (uint32_t)mt < a.out_rows)
                         a.out[pair * a.out_rows + row + 16u * (uint32_t)mt] =
-                            moe_gpu_scale_back(acc[mt][nt][r], col) + bias[row + 16u * (uint32_t)mt];
+                            moe_gpu_scale_back(acc[mt][nt][r], mt ? back1 : back0) + bias[row + 16u * (uint32_t)mt];
             }
         }
 }

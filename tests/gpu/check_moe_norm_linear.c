@@ -782,12 +782,27 @@ static void moe_forward_variant(sy_rng *rng, const moe_case *mc, const moe_check
     free(ref_out);
 }
 
+/* Every row's scale bytes moved by a shift of its own in [lo, hi]: rows then have tops of their own,
+ * which the CUDA product scales each row's sums back by (a top taken from the wrong row, or none,
+ * puts whole rows off by powers of two). */
+static void shift_row_scales(sy_rng *rng, uint8_t *scales, size_t rows, uint32_t per_row, int lo, int hi)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const int shift = lo + (int)sy_rng_below(rng, (uint32_t)(hi - lo + 1));
+        for (uint32_t j = 0; j < per_row; j++)
+            scales[r * per_row + j] = (uint8_t)((int)scales[r * per_row + j] + shift);
+    }
+}
+
 START_TEST(test_moe)
 {
     const moe_case *mc = &MOE_CASES[moe_selected[_i]];
     sy_rng rng = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(_i + 1))};
-    /* Scale bytes 122..128 (2^-5 .. 2): pre-activations inside and well past the clamp of 7. */
+    /* Scale bytes 122..128 (2^-5 .. 2): pre-activations inside and well past the clamp of 7; then
+     * each row shifted, 2^-4 .. 1 on w13's rows and 2^-3 .. 2 on w2's. */
     moe_checkpoint c = moe_checkpoint_random(&rng, mc->E, mc->H, mc->I, 122, 128);
+    shift_row_scales(&rng, c.w13_scales, (size_t)mc->E * 2 * mc->I, mc->H / 32, -4, 0);
+    shift_row_scales(&rng, c.w2_scales, (size_t)mc->E * mc->H, mc->I / 32, -3, 1);
     for (size_t i = 0; i < (size_t)mc->E * 2 * mc->I; i++)
         c.w13_bias[i] *= 4.0f;
     for (size_t i = 0; i < (size_t)mc->E * mc->H; i++)

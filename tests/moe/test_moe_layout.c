@@ -122,6 +122,33 @@ static void check_against_reference(const moe_checkpoint *c, uint32_t layout)
         expect_bytes(buf + sec.w2_scales, want, (size_t)E * Hp * ks2, "w2 scales", layout);
     }
 
+    /* Row tops: each checkpoint row's largest scale byte but 0xFF, at its tile-order row (for
+     * INTERLEAVE gate and up tiles of 16 alternate: de-interleaved row g*Ip + i at 32 (i/16) + 16 g +
+     * i%16), 0x7F for padding rows. */
+    for (int w13m = 0; w13m < 2; w13m++) {
+        const int64_t rows_p = w13m ? 2 * Ip : Hp, ck_rows = w13m ? 2 * c->I : c->H;
+        const int64_t per_row = w13m ? c->H / 32 : c->I / 32;
+        const uint8_t *ck = w13m ? c->w13_scales : c->w2_scales;
+        memset(want, 0x7F, (size_t)(E * rows_p));
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t cr = 0; cr < ck_rows; cr++) {
+                int top = -1;
+                for (int64_t j = 0; j < per_row; j++) {
+                    const int v = ck[(e * ck_rows + cr) * per_row + j];
+                    if (v != 0xFF && v > top)
+                        top = v;
+                }
+                int64_t q = cr;
+                if (w13m) {
+                    const int64_t g = cr % 2, i = cr / 2;
+                    q = layout == SY_MOE_GATE_UP_INTERLEAVE ? 32 * (i / 16) + 16 * g + i % 16 : g * Ip + i;
+                }
+                want[e * rows_p + q] = (uint8_t)(top < 0 ? 0x7F : top);
+            }
+        expect_bytes(buf + (w13m ? sec.w13_row_top : sec.w2_row_top), want, (size_t)(E * rows_p),
+                     w13m ? "w13 row tops" : "w2 row tops", layout);
+    }
+
     /* Biases: de-interleaved, zero-padded, f32, the same for both layouts. */
     const float *b13 = (const float *)(buf + sec.w13_bias), *b2 = (const float *)(buf + sec.w2_bias);
     for (int64_t e = 0; e < E; e++) {
