@@ -20,12 +20,13 @@
  * where mma.sync takes eight. Its CTA is two warpgroups sharing each stage's inputs (256 weight
  * rows, one CTA an SM, moe_mma_cta), since every CTA reads the chunk's input rows from L2 once
  * per stage. The inputs go in sy_e2m1_warpgroup_slot's order, which puts a k-step's 16 columns
- * where wgmma reads them; each block's products still go to partials that its scale adds to the
- * accumulators, in the mma.sync product's order, and on an H100 and an H200 the two products'
- * outputs were equal bit for bit. Every chunk runs as 64 columns (rows past its pairs are zeros).
- * 8192 tokens: H200 11.3-11.6 -> 9.6-10.0 ms; the scale FMAs of each block, one per accumulator,
- * now cost as much as the decode and the products' issue together (the tensor pipe is active 29%
- * of w13's cycles on an H100).
+ * where wgmma reads them; the products accumulate in place from block to block (below), in the
+ * mma.sync product's order, and on an H100 the two products' outputs were equal bit for bit.
+ * Every chunk runs as 64 columns (rows past its pairs are zeros). 8192 tokens: H200 11.3-11.6 ->
+ * 9.6-10.0 ms with each block's products in partials that an f32 FMA a sum scaled into the
+ * accumulators; H100 8.66-8.82 -> 7.92-8.01 ms (act entering w2 as bf16 in both) once the scales
+ * were folded into the weights: w13 612 M -> 465 M instructions, 1.41 -> 1.35 ms, each warp
+ * issuing every 5.5 cycles with two a scheduler (latency-bound).
  *
  * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps a ring of
  * stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input rows) while it
@@ -53,28 +54,31 @@
  * x by moe_gpu_stage_kernel, act by w13's epilogue), so the lane's B registers are one 16-byte
  * read of the staged input (k = 8c .. 8c+7) as it is.
  *
- * Exactness. The weights go into A as their E2M1 values times 2^-126, which
- * the bit moves of sy_e2m1x8_to_bf16_pairs_tiny spell exactly (the code 0.5 as a bf16 subnormal,
- * which the tensor cores take as it is: an H200 probe of every code against x times 2^126 had no
- * product off), and the inputs go into B times 2^(126 - e), where 2^e is the first power of two
- * above their row's largest finite magnitude, so that the products are the true ones times 2^-e,
- * in f32's normal range for any element within 2^126 of its row's largest; the epilogue scales
- * each sum back by 2^e. Moving the 2^126 from the weights to the inputs saves one multiply a
- * weight pair, a quarter of the decode's instructions: H200, 128 tokens, w13 + w2 382 + 235 ->
- * 361 + 218 us, the gpt-oss-120b decode step 40.3-40.5 -> 37.9-39.1 ms. The sums are those of the
- * true products up to powers of two, but not always the same bits as with the weights normal: with
- * the code 0.5 subnormal the tensor cores round some sums differently (the decode step's greedy
- * tokens change; a build that doubled the weights, the code 0.5 normal, gave the unscaled
- * product's tokens back). Both kernels take the same operands, so a token's output does not
- * depend on which one its call ran. Rows are staged by
+ * Exactness. The bit moves of sy_e2m1x8_to_bf16_pairs_tiny spell each E2M1 value times 2^-126
+ * exactly (the code 0.5 as a bf16 subnormal), and one bf16 multiply a pair of them
+ * (moe_mma_block_multiplier, sy_bf16x2_mul) takes a block to its values times 2^(s - top), s its
+ * E8M0 scale and top its row's largest (sy_moe_row_top, a section of the prepared buffer): exact
+ * for every block within 2^-132 of its row's top, and a power of two that only moves the
+ * exponent, so A holds the row's true weights times 2^(127 - top). The inputs go into B times
+ * 2^(MOE_MMA_INPUT_EXP - e), where 2^e is the first power of two above their row's largest finite
+ * magnitude: below 2^96, so that the sums over any K under 2^28 stay finite, and exact for every
+ * element within 2^-222 of its row's largest. The products are the true ones times powers of two,
+ * the tensor cores sum all of a row's blocks in f32, and the epilogue scales each sum back by
+ * 2^(top - 127 + e - MOE_MMA_INPUT_EXP). With the scales applied in f32 to each block's partial
+ * sum instead (the build before), the FMA a sum and block was as many instructions as the decode
+ * and the products' issue together; folded, the accumulators are the wgmma's own, and a block's
+ * products run while the next block is decoded. The sums are those of the true products up to
+ * powers of two, rounded in the tensor cores' order, so the decode step's greedy tokens may differ
+ * from a build that sums otherwise. Both kernels take the same operands in the same order, so a
+ * token's output does not depend on which one its call ran. Rows are staged by
  * moe_gpu_stage_kernel (x; act where the SwiGLU has no bound) or, for act under the clamp's bound
- * 2^act_exp, by w13's epilogue with that fixed exponent. The block's E8M0 scale is applied in f32
- * to the block's partial sum (a power of two). bf16 inputs take one plane, exact; f32 inputs (an
- * f32 x, and act) take two bf16 planes, the high parts and the bf16 of the remainders
- * (mma_bf16_cuda.cuh): two products per step and no conversion inside the product, where every
- * warp would repeat it for the same inputs. Every output is a function of its own pair's input
- * row and the expert's weights: the chunk it shares, its column in the chunk and the tile layout
- * (only the addresses differ) never reach the arithmetic,
+ * 2^act_exp, by w13's epilogue with that fixed exponent. bf16 inputs take one plane, exact, and
+ * with bf16 x act enters w2 as one bf16 plane too (rounded once, as the reference rounds it); f32
+ * inputs (an f32 x, and act with it) take two bf16 planes, the high parts and the bf16 of the
+ * remainders (mma_bf16_cuda.cuh): two products per step and no conversion inside the product,
+ * where every warp would repeat it for the same inputs. Every output is a function of its own
+ * pair's input row and the expert's weights: the chunk it shares, its column in the chunk and the
+ * tile layout (only the addresses differ) never reach the arithmetic,
  * so repeated runs and the two plugins agree bit for bit. */
 #ifndef SY_MOE_MXFP4_GPU_MMA_CUH
 #define SY_MOE_MXFP4_GPU_MMA_CUH
