@@ -17,16 +17,18 @@
  * (sy_wgmma_runs_on), wide calls run on wgmma instead: the m-tile mt of a warpgroup's four warps
  * is one 64-row A, decoded into registers exactly as for mma.sync, and the stage's 64 input rows
  * are B in shared memory (128-byte swizzled, K-major), one m64n64k16 product a k-step and plane
- * where mma.sync takes eight. Its CTA is two warpgroups sharing each stage's inputs (256 weight
- * rows, one CTA an SM, moe_mma_cta), since every CTA reads the chunk's input rows from L2 once
- * per stage. The inputs go in sy_e2m1_warpgroup_slot's order, which puts a k-step's 16 columns
+ * where mma.sync takes eight. Its CTA is three warpgroups sharing each stage's inputs (384 weight
+ * rows, one CTA an SM at 165 registers, moe_mma_cta): every CTA reads the chunk's input rows from
+ * L2 once per stage, and with three warps a scheduler the decode's latencies hide better. The inputs go in sy_e2m1_warpgroup_slot's order, which puts a k-step's 16 columns
  * where wgmma reads them; the products accumulate in place from block to block (below), in the
  * mma.sync product's order, and on an H100 the two products' outputs were equal bit for bit.
  * Every chunk runs as 64 columns (rows past its pairs are zeros). 8192 tokens: H200 11.3-11.6 ->
  * 9.6-10.0 ms with each block's products in partials that an f32 FMA a sum scaled into the
  * accumulators; H100 8.66-8.82 -> 7.92-8.01 ms (act entering w2 as bf16 in both) once the scales
  * were folded into the weights: w13 612 M -> 465 M instructions, 1.41 -> 1.35 ms, each warp
- * issuing every 5.5 cycles with two a scheduler (latency-bound).
+ * issuing every 5.5 cycles with two a scheduler (latency-bound); three warpgroups a CTA instead of
+ * two, 7.95-8.11 -> 6.72-6.79 ms (w13 1.37 -> 1.03 ms, its issue slots 36% -> 45% busy, the tensor
+ * pipe 32% -> 39% of cycles; ncu, H100).
  *
  * Pipeline. Decode reads far more weight bytes than it multiplies, so the CTA keeps a ring of
  * stages of 4 MXFP4 blocks in flight with cp.async (weights, scales and the input rows) while it
@@ -105,7 +107,7 @@ enum {
     MOE_MMA_RING_BYTES = 40 * 1024,
     /* The wide kernel's: two stages of 64 pairs of two planes (50 KB), three of one plane; 2 CTAs an SM. */
     MOE_MMA_WIDE_RING_BYTES = 100 * 1024,
-    /* The warpgroup product's (one CTA an SM): four stages of two planes (52 KB), five of one. */
+    /* The warpgroup product's (one CTA an SM): three stages of two planes (62 KB), four of one. */
     MOE_MMA_WG_RING_BYTES = 208 * 1024,
     /* Each column's exponent to scale its sums back by, one int a pair of the chunk. */
     MOE_MMA_COL_EXP_BYTES = MOE_MMA_WIDE_TOKENS * 4,
@@ -116,13 +118,14 @@ enum {
 static_assert(MOE_MMA_TOKENS % MOE_MMA_N == 0 && MOE_MMA_WIDE_TOKENS % MOE_MMA_N == 0, "whole n-tiles per chunk");
 static_assert(MOE_MMA_STAGE_BLOCKS * 2 == 8, "a stage is half of a scale segment's 8 blocks");
 
-/* A CTA's warps and what follows from them: 4 warps for the mma.sync products; 8 (two warpgroups
- * sharing each stage's inputs) for the warpgroup product, so that each input row read from L2
- * serves 256 weight rows rather than 128. Each warp owns two 16-row tiles (w13: the gate and the up tile of 16
+/* A CTA's warps and what follows from them: 4 warps for the mma.sync products; 12 (three
+ * warpgroups sharing each stage's inputs) for the warpgroup product, so that each input row read
+ * from L2 serves 384 weight rows rather than 128 and three warps a scheduler hide each other's
+ * latencies (two warpgroups: 18% slower at 8192 tokens). Each warp owns two 16-row tiles (w13: the gate and the up tile of 16
  * intermediate indices; w2: 32 hidden rows). */
 template <bool WG>
 struct moe_mma_cta {
-    static constexpr int warps = WG ? 8 : 4;
+    static constexpr int warps = WG ? 12 : 4;
     static constexpr int threads = MOE_MMA_LANES * warps;
     static constexpr int tiles = 2 * warps;
     static constexpr int w_bytes = tiles * MOE_MMA_TILE_STAGE_BYTES; /* a stage's weights */
@@ -154,25 +157,30 @@ struct moe_mma_stage {
     static constexpr int x_offset = cta::w_bytes + cta::s_bytes; /* the input planes' */
     static constexpr int bytes = x_offset + (PLANES ? 2 : 1) * x_plane;
     static constexpr int count = RING / bytes;
-    /* each thread copies one 16-byte column (of 16) of x_rows of each plane's NT * 8 rows */
-    static constexpr int x_rows = NT * MOE_MMA_N / (cta::threads / 16);
+    /* each thread copies one 16-byte column (of 16) of up to x_rows of each plane's NT * 8 rows */
+    static constexpr int x_rows = (NT * MOE_MMA_N + cta::threads / 16 - 1) / (cta::threads / 16);
     static_assert(count >= 2, "one stage loading while one is multiplied");
     static_assert(bytes % 128 == 0, "every stage starts as aligned as the ring");
-    static_assert(x_rows * (cta::threads / 16) == NT * MOE_MMA_N, "every row copied");
+    static_assert(x_rows * (cta::threads / 16) >= NT * MOE_MMA_N, "every row copied");
     static_assert(!WG || (bytes % 1024 == 0 && x_offset % 1024 == 0), "every swizzled tile on a 1024-byte boundary");
 };
 
 /* Tile t of a CTA of output slice `slice` in tile-order rows: w13 warp t/2's gate (even t) or up
- * (odd t) tile of intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. */
+ * (odd t) tile of intermediate indices i0 .. i0+15; w2 hidden rows r0 + 16 t. A slice may reach past
+ * the padded rows (its CTA's rows are not a divisor of them): such tiles read the last padded tile
+ * instead, so that every copy stays inside the matrix; their sums are never stored. */
 template <bool W13, bool WG>
 static __device__ __forceinline__ uint32_t moe_mma_tile_row(const moe_gpu_gemm &a, uint32_t slice, int t)
 {
     using cta = moe_mma_cta<WG>;
-    return W13 ? sy_moe_w13_tile_row(a.gate_up_layout,
-                                     (uint32_t)(t % 2) * a.inter_padded + slice * cta::w13_indices +
-                                         (uint32_t)(t / 2) * 16u,
-                                     a.inter_padded)
-               : slice * cta::w2_rows + 16u * (uint32_t)t;
+    if (W13) {
+        const uint32_t i0 = slice * cta::w13_indices + (uint32_t)(t / 2) * 16u;
+        return sy_moe_w13_tile_row(a.gate_up_layout,
+                                   (uint32_t)(t % 2) * a.inter_padded + (i0 < a.inter_padded ? i0 : a.inter_padded - 16u),
+                                   a.inter_padded);
+    }
+    const uint32_t r0 = slice * cta::w2_rows + 16u * (uint32_t)t;
+    return r0 < (uint32_t)a.m.expert_bias ? r0 : (uint32_t)a.m.expert_bias - 16u;
 }
 
 /* This thread's share of every pipeline stage, as addresses of stage 0: four 16-byte pieces of
@@ -211,6 +219,8 @@ static __device__ __forceinline__ void moe_mma_issue(const moe_gpu_gemm &a,
 #pragma unroll
     for (int i = 0; i < (PLANES ? 2 : 1) * XR; i++) {
         const int row = tid / 16 + cta::threads / 16 * (i % XR), plane = i / XR;
+        if ((NT * MOE_MMA_N) % (cta::threads / 16) != 0 && row >= NT * MOE_MMA_N)
+            continue;
         uint8_t *dst = xs + plane * stage::x_plane +
                        (WG ? (src.x_column / 8u) * stage::x_tile + sy_wgmma_sw128_offset(row, (int)(src.x_column % 8u))
                            : row * MOE_MMA_X_ROW + src.x_column * 16u);
