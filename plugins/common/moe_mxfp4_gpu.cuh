@@ -13,7 +13,7 @@
  * route: 32 lanes a token find the k largest logits under the host's order (ties to the lower id,
  * NaN last; sy_moe_ranks_before) and finish with the host's softmax (sy_moe_route_softmax).
  *
- * forward, per slice of at most MOE_GPU_SLICE_PAIRS routed (token, k) pairs:
+ * forward, per pass of the tokens moe_gpu_pass_tokens allows (about 256 routed pairs an expert):
  *   count    experts' pair counts (atomic increments: the counts do not depend on their order)
  *   plan     one block: checks the prepared header against the shape and layout, prefix sums of the
  *            counts, and a list of chunks (expert, first, count <= the product's chunk size) per expert
@@ -91,7 +91,14 @@ enum {
     MOE_GPU_STAGE_BLOCKS = 32,  /* input blocks (of 32 values) staged in shared memory at a time */
     MOE_GPU_STAGE_STRIDE = 36,  /* floats per staged block: 4 of padding put neighbouring columns on other banks */
     MOE_GPU_REDUCE_STRIDE = 17, /* floats per (tile, token, row) of the column reduction, also against conflicts */
-    MOE_GPU_SLICE_PAIRS = 8192, /* routed pairs per pass: bounds the act and y buffers (2 x 94 MB at 2880) */
+    /* Routed pairs a pass (moe_gpu_pass_pairs): MOE_GPU_PASS_EXPERT_PAIRS an expert on average, at
+     * most MOE_GPU_PASS_MAX_PAIRS, and no more than fit f32 act and y rows in
+     * MOE_GPU_PASS_MAX_BYTES (755 MB at gpt-oss's 2880). 8192 tokens top-4 of 128 experts in one pass
+     * give each expert about 256 pairs, 4 or 5 chunks of 64, where passes of 8192 pairs gave about 64
+     * and a second chunk of a few pairs to half of them, each chunk decoding all of the expert's
+     * weights. */
+    MOE_GPU_PASS_EXPERT_PAIRS = 256,
+    MOE_GPU_PASS_MAX_PAIRS = 32768,
     MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_MAX_EXPERTS,
     MOE_GPU_SIMPLE_THREADS = 256,
     /* lanes that route one token: a warp of 32, half a wavefront of 64 (shuffles stay inside) */
@@ -996,6 +1003,18 @@ static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tok
 #endif
 }
 
+static const uint64_t MOE_GPU_PASS_MAX_BYTES = 1ull << 30;
+
+/* Tokens a pass of the forward takes (MOE_GPU_PASS_EXPERT_PAIRS): at least one. */
+static int64_t moe_gpu_pass_tokens(const sy_moe_dims *d, uint32_t k)
+{
+    uint64_t pairs = (uint64_t)d->experts * MOE_GPU_PASS_EXPERT_PAIRS;
+    const uint64_t fit = MOE_GPU_PASS_MAX_BYTES / (sizeof(float) * ((uint64_t)d->hidden + d->intermediate));
+    pairs = pairs < MOE_GPU_PASS_MAX_PAIRS ? pairs : (uint64_t)MOE_GPU_PASS_MAX_PAIRS;
+    pairs = pairs < fit ? pairs : fit;
+    return pairs >= k ? (int64_t)(pairs / k) : 1;
+}
+
 static sy_status moe_gpu_reserve(moe_gpu_ctx *c, const sy_moe_dims *d, uint32_t pairs, uint32_t x_plane_rows,
                                  bool stage_act, moe_gpu_scratch *s, sy_error *err)
 {
@@ -1081,7 +1100,7 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     if (T == 0)
         return SY_OK;
     const uint32_t k = a->shape.top_k, E = d.experts;
-    const int64_t slice_tokens = MOE_GPU_SLICE_PAIRS / k;
+    const int64_t slice_tokens = moe_gpu_pass_tokens(&d, k);
     const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
 #if SY_MOE_TENSOR_CORES
     const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_kernel) */

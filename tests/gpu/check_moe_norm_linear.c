@@ -403,9 +403,9 @@ static const moe_case MOE_CASES[] = {
     {5, 736, 608, 3, 37, 1, 1.702f, 7.0f, 1},      /* padded to 768 x 768, not multiples of 512 */
     {3, 32, 32, 2, 5, 1, 1.702f, 7.0f, 1},         /* one MXFP4 block a row */
     {7, 288, 1056, 3, 1, 1, 1.702f, 7.0f, 1},      /* one token; intermediate past one staging chunk */
-    {4, 64, 96, 4, 2100, 0, 1.702f, 7.0f, 1},      /* 8400 routed pairs: two passes of the forward */
-    /* k = E: every token routes to every expert, so each expert's pairs are known: 2048 a pass, then
-     * 12, 30 and 44 in the second pass, the chunk sizes of each of the CUDA wide product's bodies
+    {4, 64, 96, 4, 2100, 0, 1.702f, 7.0f, 1},      /* 8400 routed pairs: nine passes of 256 tokens */
+    /* k = E: every token routes to every expert, so each expert's pairs are known: 256 a pass
+     * (moe_gpu_pass_tokens: 256 pairs an expert), then 12, 30 and 44 in the last pass, the chunk sizes of each of the CUDA wide product's bodies
      * (2, 4 and 6 n-tiles; 2100 above has 52, 8 n-tiles). */
     {4, 160, 96, 4, 2060, 0, 1.702f, 7.0f, 1},
     {4, 160, 96, 4, 2078, 0, 1.702f, 7.0f, 1},
@@ -417,7 +417,7 @@ static const moe_case MOE_CASES[] = {
     /* The shapes above that the emulator cannot afford, at sizes it can (EMULATED_WORK): padded
      * rows, the unbounded and the far bound; k = E within one pass, whose 76, 94 and 108 pairs an
      * expert make chunks of 64 and 12, 30 or 44 (the wide product's 8 and 2, 4 or 6 n-tile
-     * bodies); and k = E past one pass (8400 pairs, two passes). */
+     * bodies); and k = E past one pass (8400 pairs, nine passes). */
     {5, 224, 160, 3, 37, 1, 1.702f, 7.0f, 1},
     {5, 96, 64, 3, 37, 1, 0.0f, 7.0f, 0},
     {5, 96, 64, 3, 37, 1, 1.702f, 1e6f, 0},
