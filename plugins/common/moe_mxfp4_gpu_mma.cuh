@@ -570,8 +570,9 @@ static __global__ void __launch_bounds__(moe_mma_cta<WG>::threads, WG ? 1 : WIDE
     SY_GPU_DYNAMIC_SHARED_ALIGNED(uint8_t, moe_mma_smem, 16);
     sy_gpu_wait_for_previous_kernel();
     /* Wide: the output slices of a chunk run side by side (blockIdx.x), so that its input rows,
-     * read by every slice, stay in L2; at 8192 tokens w2's input planes (94 MB a pass) are larger
-     * than L2 and were read from DRAM once per slice when the chunks went first. */
+     * read by every slice, stay in L2; at 8192 tokens w2's input planes (94 MB a pass when this was
+     * measured, 189 MB now) are larger than L2 and were read from DRAM once per slice when the
+     * chunks went first. */
     const uint32_t chunk = WIDE ? blockIdx.y : blockIdx.x, slice = WIDE ? blockIdx.x : blockIdx.y;
     if ((int32_t)chunk >= *a.n_chunks)
         return;
