@@ -81,26 +81,6 @@ static __device__ __forceinline__ uint32_t sy_e4m3x2_to_f16x2(uint32_t two)
 #endif
 }
 
-/* a * b of two bf16 pairs, each half rounded once to nearest even; subnormals taken and given as
- * they are (bf16 arithmetic has no flush-to-zero). */
-static __device__ __forceinline__ uint32_t sy_bf16x2_mul(uint32_t a, uint32_t b)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    uint32_t r;
-    /* + -0 keeps a product of -0 (sm_80 has no bf16x2 multiply of its own) */
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
-    return r;
-#elif defined(SY_EMU_TENSOR_CORES)
-    const float lo = sy_bf16_to_f32((uint16_t)a) * sy_bf16_to_f32((uint16_t)b);
-    const float hi = sy_bf16_to_f32((uint16_t)(a >> 16)) * sy_bf16_to_f32((uint16_t)(b >> 16));
-    return (uint32_t)sy_f32_to_bf16(lo) | (uint32_t)sy_f32_to_bf16(hi) << 16;
-#else
-    (void)a, (void)b;
-    __trap();
-    return 0u;
-#endif
-}
-
 /* Zeroes an array of accumulator tiles. */
 template <int A, int B>
 static __device__ __forceinline__ void sy_mma_zero(float (&acc)[A][B][4])
@@ -173,6 +153,26 @@ static __device__ __forceinline__ uint32_t sy_mma_pack_bf16x2(float lo, float hi
 static __device__ __forceinline__ uint32_t sy_mma_pack_f16x2(float lo, float hi)
 {
     return sy_mma_pack_16x2<true>(lo, hi);
+}
+
+/* a * b of two bf16 pairs, each half rounded once to nearest even; subnormals taken and given as
+ * they are (bf16 arithmetic has no flush-to-zero). */
+static __device__ __forceinline__ uint32_t sy_bf16x2_mul(uint32_t a, uint32_t b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t r;
+    /* + -0 keeps a product of -0 (sm_80 has no bf16x2 multiply of its own) */
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+    return r;
+#elif defined(SY_EMU_TENSOR_CORES)
+    /* the f32 product of two bf16 values is exact, so one rounding to bf16 remains */
+    return sy_mma_pack_bf16x2(sy_bf16_to_f32((uint16_t)a) * sy_bf16_to_f32((uint16_t)b),
+                              sy_bf16_to_f32((uint16_t)(a >> 16)) * sy_bf16_to_f32((uint16_t)(b >> 16)));
+#else
+    (void)a, (void)b;
+    __trap();
+    return 0u;
+#endif
 }
 
 /* x as the bits of its high bf16 part and of the bf16 of the remainder: an f32 input of a bf16

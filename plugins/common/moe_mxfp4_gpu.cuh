@@ -91,7 +91,7 @@ enum {
     MOE_GPU_STAGE_BLOCKS = 32,  /* input blocks (of 32 values) staged in shared memory at a time */
     MOE_GPU_STAGE_STRIDE = 36,  /* floats per staged block: 4 of padding put neighbouring columns on other banks */
     MOE_GPU_REDUCE_STRIDE = 17, /* floats per (tile, token, row) of the column reduction, also against conflicts */
-    /* Routed pairs a pass (moe_gpu_pass_pairs): MOE_GPU_PASS_EXPERT_PAIRS an expert on average, at
+    /* Routed pairs a pass (moe_gpu_pass_tokens): MOE_GPU_PASS_EXPERT_PAIRS an expert on average, at
      * most MOE_GPU_PASS_MAX_PAIRS, and no more than fit f32 act and y rows in
      * MOE_GPU_PASS_MAX_BYTES (755 MB at gpt-oss's 2880). 8192 tokens top-4 of 128 experts in one pass
      * give each expert about 256 pairs, 4 or 5 chunks of 64, where passes of 8192 pairs gave about 64
@@ -99,6 +99,7 @@ enum {
      * weights: H100, 8192 tokens 6.71-6.85 -> 5.13-5.26 ms (16384 pairs: 5.61-5.86 ms). */
     MOE_GPU_PASS_EXPERT_PAIRS = 256,
     MOE_GPU_PASS_MAX_PAIRS = 32768,
+    MOE_GPU_PASS_MAX_BYTES = 1 << 30,
     MOE_GPU_PLAN_THREADS = SY_MOE_MXFP4_MAX_EXPERTS,
     MOE_GPU_SIMPLE_THREADS = 256,
     /* lanes that route one token: a warp of 32, half a wavefront of 64 (shuffles stay inside) */
@@ -1002,8 +1003,6 @@ static sy_status moe_gpu_launch_product(const moe_gpu_gemm &g, int32_t chunk_tok
     return SY_OK;
 #endif
 }
-
-static const uint64_t MOE_GPU_PASS_MAX_BYTES = 1ull << 30;
 
 /* Tokens a pass of the forward takes (MOE_GPU_PASS_EXPERT_PAIRS): at least one. */
 static int64_t moe_gpu_pass_tokens(const sy_moe_dims *d, uint32_t k)

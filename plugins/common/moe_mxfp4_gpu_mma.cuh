@@ -301,19 +301,6 @@ static __device__ __forceinline__ void moe_mma_decode_block(const uint8_t *slot,
     moe_mma_decode_tile(slot, warp * 2 + 1, jj, mul.z, mul.w, frag[1]);
 }
 
-/* f(mt, nt, r) over a warp's accumulators: two m-tiles by NT n-tiles, four f32 a lane each. */
-template <int NT, typename F>
-static __device__ __forceinline__ void moe_mma_each(F f)
-{
-#pragma unroll
-    for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                f(mt, nt, r);
-}
-
 /* The products of one landed stage in ring slot `slot` (stage st; blocks past kb skipped), added to
  * the warp's accumulators: per block, its weights decoded with the block's scale folded in, then
  * each tile's bf16 products over the block's 32 k, straight into the accumulators, k-step by
@@ -478,7 +465,7 @@ static __device__ __forceinline__ void moe_mma_chunk(const moe_gpu_gemm &a, cons
                                : slice * cta::w2_rows + (uint32_t)warp * 32u;
     const bool live = first < a.out_rows;
     float acc[2][NT][4];
-    moe_mma_each<NT>([&](int mt, int nt, int r) { acc[mt][nt][r] = 0.0f; });
+    sy_mma_zero(acc);
 
     const uint32_t kb = m.kblocks_used, stages = (kb + MOE_MMA_STAGE_BLOCKS - 1) / MOE_MMA_STAGE_BLOCKS;
 #pragma unroll
