@@ -1099,8 +1099,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     if (T == 0)
         return SY_OK;
     const uint32_t k = a->shape.top_k, E = d.experts;
-    const int64_t slice_tokens = moe_gpu_pass_tokens(&d, k);
-    const uint32_t max_tokens = (uint32_t)(T < slice_tokens ? T : slice_tokens), max_pairs = max_tokens * k;
+    const int64_t pass_tokens = moe_gpu_pass_tokens(&d, k);
+    const uint32_t max_tokens = (uint32_t)(T < pass_tokens ? T : pass_tokens), max_pairs = max_tokens * k;
 #if SY_MOE_TENSOR_CORES
     const bool stage_x = true; /* the tensor-core product takes x staged (moe_gpu_stage_kernel) */
     const int32_t act_exp = moe_gpu_act_exponent(a->shape.swiglu_alpha, a->shape.swiglu_limit);
@@ -1148,8 +1148,8 @@ extern "C" sy_status sy_moe_mxfp4_gpu_forward(void *ctx, sy_stream stream, const
     g.alpha = a->shape.swiglu_alpha;
     g.limit = a->shape.swiglu_limit;
 
-    for (int64_t t0 = 0; t0 < T; t0 += slice_tokens) {
-        const int64_t tokens = T - t0 < slice_tokens ? T - t0 : slice_tokens;
+    for (int64_t t0 = 0; t0 < T; t0 += pass_tokens) {
+        const int64_t tokens = T - t0 < pass_tokens ? T - t0 : pass_tokens;
         const int32_t pairs = (int32_t)(tokens * k);
         const int32_t *ids = (const int32_t *)a->topk_ids.data + t0 * k;
         const float *weights = (const float *)a->topk_weights.data + t0 * k;

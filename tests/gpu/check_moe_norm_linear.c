@@ -405,8 +405,9 @@ static const moe_case MOE_CASES[] = {
     {7, 288, 1056, 3, 1, 1, 1.702f, 7.0f, 1},      /* one token; intermediate past one staging chunk */
     {4, 64, 96, 4, 2100, 0, 1.702f, 7.0f, 1},      /* 8400 routed pairs: nine passes of 256 tokens */
     /* k = E: every token routes to every expert, so each expert's pairs are known: 256 a pass
-     * (moe_gpu_pass_tokens: 256 pairs an expert), then 12, 30 and 44 in the last pass, the chunk sizes of each of the CUDA wide product's bodies
-     * (2, 4 and 6 n-tiles; 2100 above has 52, 8 n-tiles). */
+     * (moe_gpu_pass_tokens: 256 pairs an expert), then 12, 30 and 44 in the last pass, the chunk
+     * sizes of each of the CUDA wide product's bodies (2, 4 and 6 n-tiles; 2100 above has 52, 8
+     * n-tiles). */
     {4, 160, 96, 4, 2060, 0, 1.702f, 7.0f, 1},
     {4, 160, 96, 4, 2078, 0, 1.702f, 7.0f, 1},
     {4, 160, 96, 4, 2092, 0, 1.702f, 7.0f, 1},
