@@ -266,7 +266,11 @@ class StepRun:
         fused = composition.get("fuse_pad_multiple")
         self.fuse_pad = ("on (pad to %d)" % fused) if isinstance(fused, int) and fused > 0 else "off"
         # Reports before linear.fuse_qkv and bf16 activations have neither key: three linears, f32.
+        # Unfused q/k/v come from one linear writing three arrays where the report says qkv_linears 1
+        # (the linear plugin's split_y); reports before that key ran three linears.
         self.qkv = {True: "q/k/v one linear", False: "q/k/v three linears"}.get(composition.get("fused_qkv"))
+        if composition.get("fused_qkv") is False and composition.get("qkv_linears") == 1:
+            self.qkv = "q/k/v unfused, one linear into three arrays"
         self.activations = _str(r, "model.dtype", "f32")
         self.metrics = doc.get("metrics") or {}
         # Per-op timing records two events around every plugin call, which add to the step's time.

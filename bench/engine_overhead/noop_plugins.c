@@ -59,7 +59,7 @@ static const sy_norm_ops norm_ops = {sizeof norm_ops, 0, noop_norm};
 static const sy_rope_caps rope_caps = {sizeof rope_caps, SY_ROPE_STYLE_NEOX, 3, 4096, 2,
                                        {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D}, ALL_DTYPES, ALL_DTYPES};
 static const sy_rope_ops rope_ops = {sizeof rope_ops, 0, noop_rope, noop_rope_kv};
-static const sy_linear_caps linear_caps = {sizeof linear_caps, ALL_DTYPES, ALL_DTYPES, 1};
+static const sy_linear_caps linear_caps = {sizeof linear_caps, ALL_DTYPES, ALL_DTYPES, 1, SY_LINEAR_SPLIT_Y};
 static const sy_linear_ops linear_ops = {sizeof linear_ops, 0, noop_linear};
 
 #define DESC(var, k, c, o) \

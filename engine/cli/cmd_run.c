@@ -82,7 +82,9 @@ static void print_composition(const sy_composition *comp)
         printf("  norm pad   fused to a multiple of %u (%u columns)\n", d->pad_multiple, d->padded_hidden);
     else
         printf("  norm pad   off\n");
-    printf("  q/k/v      %s\n", d->fused_qkv ? "one linear (fused)" : "three linears");
+    printf("  q/k/v      %s\n", d->fused_qkv           ? "one linear (fused)"
+                                : d->qkv_linears == 1 ? "one linear, three arrays (unfused)"
+                                                      : "three linears");
     printf("  act dtype  %s between ops (residual stream and logits f32)\n", sy_dtype_name(d->act_dtype));
 }
 
@@ -166,6 +168,8 @@ static void write_json(FILE *f, const sy_config *cfg, const sy_composition *comp
     sy_json_uint(&j, d->pad_multiple);
     sy_json_key(&j, "fused_qkv");
     sy_json_bool(&j, d->fused_qkv);
+    sy_json_key(&j, "qkv_linears");
+    sy_json_uint(&j, d->qkv_linears);
     sy_json_key(&j, "activation_dtype");
     sy_json_string(&j, sy_dtype_name(d->act_dtype));
     sy_json_end_object(&j);

@@ -4,7 +4,8 @@
  * operands are made f32 first: x once per call, W in blocks of rows into a scratch tile of a few MB
  * (the weights arrive with every call and may be far larger than memory one would want to double,
  * e.g. the 201088-row unembedding), each block multiplied as soon as it is converted; a bf16 y is
- * computed in f32 and rounded once, after the bias. */
+ * computed in f32 and rounded once, after the bias. y given as column parts (ABI 1.4) is filled the
+ * same way, each block's columns stored into the parts that hold them. */
 #include "cpu.h"
 
 #include <cblas.h>
@@ -57,19 +58,34 @@ static void bf16_rows_to_f32(const uint16_t *src, size_t ld, size_t rows, size_t
             dst[r * cols + c] = sy_bf16_to_f32(src[r * ld + c]);
 }
 
-/* y[:, n0 .. n0+nb) (f32, row stride ldy) += b[n0 ..]; then, for a bf16 y, rounded into it. */
-static void finish_block(const sy_linear_args *a, float *yf, size_t ldy, size_t M, size_t n0, size_t nb)
+/* Columns [n0, n0 + nb) of output row m, from f32 v, into whichever parts of y hold them. */
+static void store_row(const sy_linear_out *o, size_t m, size_t n0, const float *v, size_t nb)
+{
+    for (uint32_t p = 0; p < o->n; p++) {
+        const size_t lo = (size_t)o->first[p] > n0 ? (size_t)o->first[p] : n0;
+        const size_t hi = (size_t)o->first[p + 1] < n0 + nb ? (size_t)o->first[p + 1] : n0 + nb;
+        const sy_tensor *t = o->part[p];
+        const size_t at = (m ? m * (size_t)t->stride[0] : 0) + (lo - (size_t)o->first[p]);
+        for (size_t n = lo; n < hi; n++) {
+            if (t->dtype == SY_DTYPE_BF16)
+                ((uint16_t *)t->data)[at + n - lo] = sy_f32_to_bf16(v[n - n0]);
+            else
+                ((float *)t->data)[at + n - lo] = v[n - n0];
+        }
+    }
+}
+
+/* y[:, n0 .. n0+nb) (f32, row stride ldy) += b[n0 ..]; then, unless it is y itself, stored into y. */
+static void finish_block(const sy_linear_args *a, const sy_linear_out *o, int in_place, float *yf, size_t ldy,
+                         size_t M, size_t n0, size_t nb)
 {
     for (size_t m = 0; m < M; m++) {
         float *row = yf + m * ldy;
         if (a->b.data)
             for (size_t n = 0; n < nb; n++)
                 row[n] += load(a->b.data, a->b.dtype, n0 + n);
-        if (a->y.dtype == SY_DTYPE_BF16) {
-            uint16_t *out = (uint16_t *)a->y.data + (m ? m * (size_t)a->y.stride[0] : 0) + n0;
-            for (size_t n = 0; n < nb; n++)
-                out[n] = sy_f32_to_bf16(row[n]);
-        }
+        if (!in_place)
+            store_row(o, m, n0, row, nb);
     }
 }
 
@@ -85,7 +101,10 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
     const size_t M = (size_t)a->x.shape[0], K = (size_t)a->x.shape[1], N = (size_t)a->w.shape[0];
     if (M == 0 || N == 0)
         return SY_OK;
-    const int w_f32 = a->w.dtype == SY_DTYPE_F32, y_f32 = a->y.dtype == SY_DTYPE_F32;
+    sy_linear_out out;
+    sy_linear_out_of(a, &out);
+    /* sgemm writes straight into an f32 y of one part; anything else goes through a scratch block. */
+    const int w_f32 = a->w.dtype == SY_DTYPE_F32, y_f32 = out.n == 1 && out.part[0]->dtype == SY_DTYPE_F32;
     size_t nb = w_f32 ? N : W_BLOCK_BYTES / (sizeof(float) * K);
     nb = nb < W_BLOCK_MIN_ROWS ? W_BLOCK_MIN_ROWS : nb;
     nb = nb > N ? N : nb;
@@ -112,8 +131,8 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
             bf16_rows_to_f32((const uint16_t *)a->w.data + n0 * K, K, rows, K, ws);
             wf = ws;
         }
-        float *yf = y_f32 ? (float *)a->y.data + n0 : ys;
-        size_t ldy = !y_f32 ? rows : M == 1 ? N : (size_t)a->y.stride[0];
+        float *yf = y_f32 ? (float *)out.part[0]->data + n0 : ys;
+        size_t ldy = !y_f32 ? rows : M == 1 ? N : (size_t)out.part[0]->stride[0];
         /* One row is a matrix-vector product: OpenBLAS's sgemv streams W about 3x faster than its
          * sgemm does with M = 1. */
         if (M == 1)
@@ -121,7 +140,7 @@ static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)rows, (int)K, 1.0f, xf, (int)ldx, wf,
                         (int)K, 0.0f, yf, (int)ldy);
-        finish_block(a, yf, ldy, M, n0, rows);
+        finish_block(a, &out, y_f32, yf, ldy, M, n0, rows);
     }
     return SY_OK;
 }

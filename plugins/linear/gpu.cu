@@ -21,6 +21,9 @@
  * the plugin "linear_tiled" (rank -1000, never chosen by `auto`), so that the conformance suite
  * checks on a real GPU the code the hip library runs.
  *
+ * y given as column parts (ABI 1.4) costs nothing extra: the epilogue (or the tiled kernel) stores each
+ * column into the part that holds it, so q, k and v in arrays of their own still take one GEMM.
+ *
  * Every kernel and cuBLAS call is enqueued on the caller's stream; scratch comes from the host
  * API's workspace (cuBLAS included, through cublasSetWorkspace; cublasCreate itself keeps a small
  * allocation of its own for the handle, the one exception). */
@@ -103,12 +106,21 @@ static __device__ __forceinline__ void linear_store(void *p, int32_t dtype, int6
         ((float *)p)[i] = v;
 }
 
+/* The outputs: y, or the caller's column parts (ABI 1.4), part i holding columns [first[i], first[i + 1]). */
+typedef struct linear_out_parts {
+    void *data[SY_LINEAR_MAX_Y_PARTS];
+    int64_t ld[SY_LINEAR_MAX_Y_PARTS];
+    int32_t dtype[SY_LINEAR_MAX_Y_PARTS];
+    int64_t first[SY_LINEAR_MAX_Y_PARTS + 1];
+    int32_t n;
+} linear_out_parts;
+
 /* The strides of the call, with a single row's stride (free in the view) replaced by its length. */
 typedef struct linear_gemm_args {
     const void *x, *w, *b;
-    void *y;
-    int64_t ldx, ldy, M, N, K;
-    int32_t x_dtype, w_dtype, b_dtype, y_dtype;
+    linear_out_parts out;
+    int64_t ldx, M, N, K;
+    int32_t x_dtype, w_dtype, b_dtype;
 } linear_gemm_args;
 
 static linear_gemm_args linear_args_of(const sy_linear_args *a)
@@ -117,17 +129,33 @@ static linear_gemm_args linear_args_of(const sy_linear_args *a)
     g.x = a->x.data;
     g.w = a->w.data;
     g.b = a->b.data;
-    g.y = a->y.data;
     g.M = a->x.shape[0];
     g.K = a->x.shape[1];
     g.N = a->w.shape[0];
     g.ldx = g.M == 1 ? g.K : a->x.stride[0];
-    g.ldy = g.M == 1 ? g.N : a->y.stride[0];
     g.x_dtype = a->x.dtype;
     g.w_dtype = a->w.dtype;
     g.b_dtype = a->b.data ? a->b.dtype : SY_DTYPE_F32;
-    g.y_dtype = a->y.dtype;
+    sy_linear_out out;
+    sy_linear_out_of(a, &out);
+    g.out.n = (int32_t)out.n;
+    for (uint32_t i = 0; i <= out.n; i++)
+        g.out.first[i] = out.first[i];
+    for (uint32_t i = 0; i < out.n; i++) {
+        g.out.data[i] = out.part[i]->data;
+        g.out.ld[i] = g.M == 1 ? out.part[i]->shape[1] : out.part[i]->stride[0];
+        g.out.dtype[i] = out.part[i]->dtype;
+    }
     return g;
+}
+
+/* Output row m, column n, into the part that holds the column. */
+static __device__ __forceinline__ void linear_store_out(const linear_out_parts &o, int64_t m, int64_t n, float v)
+{
+    int p = 0;
+    while (p + 1 < o.n && n >= o.first[p + 1])
+        p++;
+    linear_store(o.data[p], o.dtype[p], m * o.ld[p] + n - o.first[p], v);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -178,7 +206,7 @@ static __global__ void __launch_bounds__(LINEAR_THREADS) linear_tiled_kernel(lin
         for (int j = 0; j < 4; j++) {
             const int64_t m = m0 + tm + 16 * i, n = n0 + tn + 16 * j;
             if (m < a.M && n < a.N)
-                linear_store(a.y, a.y_dtype, m * a.ldy + n, acc[i][j] + (a.b ? linear_load(a.b, a.b_dtype, n) : 0.0f));
+                linear_store_out(a.out, m, n, acc[i][j] + (a.b ? linear_load(a.b, a.b_dtype, n) : 0.0f));
         }
 }
 
@@ -268,9 +296,9 @@ static __global__ void linear_widen_kernel(const uint16_t *x, int64_t ldx, int64
     }
 }
 
-/* y[m][n] = C[m][n] (+ C[rows + m][n]) + b[n], rounded once to y's dtype. */
+/* y[row0 + m][n] = C[m][n] (+ C[rows + m][n]) + b[n], rounded once to the dtype of the part holding n. */
 static __global__ void linear_epilogue_kernel(const float *C, int64_t rows, int64_t N, int split, const void *b,
-                                              int32_t b_dtype, void *y, int32_t y_dtype, int64_t ldy)
+                                              int32_t b_dtype, linear_out_parts out, int64_t row0)
 {
     sy_gpu_wait_for_previous_kernel();
     LINEAR_FOR_EACH_RUN(m, n0, rows, N)
@@ -288,7 +316,7 @@ static __global__ void linear_epilogue_kernel(const float *C, int64_t rows, int6
                 r += lo[j];
             if (b)
                 r += linear_load(b, b_dtype, n0 + j);
-            linear_store(y, y_dtype, m * ldy + n0 + j, r);
+            linear_store_out(out, row0 + m, n0 + j, r);
         }
     }
 }
@@ -357,7 +385,7 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
     /* An f32 y without bias or planes to sum is what the GEMM writes: no scratch C, no epilogue
      * (the unembedding of bf16 rows: 103 MB of logits at batch 128, whose epilogue alone took 99 us
      * on the H200). */
-    const int direct = !split && !a.b && a.y_dtype == SY_DTYPE_F32 && a.ldy <= INT32_MAX;
+    const int direct = !split && !a.b && a.out.n == 1 && a.out.dtype[0] == SY_DTYPE_F32 && a.out.ld[0] <= INT32_MAX;
     const cudaDataType_t type = a.w_dtype == SY_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     /* Scratch bytes a row of x costs: its C rows, and its converted copy. */
     const size_t c_row_bytes = direct ? 0u : (size_t)(split ? 2 : 1) * (size_t)a.N * sizeof(float);
@@ -375,7 +403,7 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
         return st;
     float *C = (float *)scratch;
     void *xb = (char *)scratch + c_bytes;
-    const size_t x_elem = sy_dtype_size(a.x_dtype), y_elem = sy_dtype_size(a.y_dtype);
+    const size_t x_elem = sy_dtype_size(a.x_dtype);
     const float one = 1.0f, zero = 0.0f;
 
     for (int64_t m0 = 0; m0 < a.M; m0 += rows) {
@@ -396,18 +424,18 @@ extern "C" sy_status sy_linear_gpu_blas(void *ctx, sy_stream stream, const sy_li
             B = xb;
             ldb = a.K;
         }
-        float *y_pass = (float *)((char *)a.y + m0 * a.ldy * (int64_t)y_elem);
+        float *y_pass = direct ? (float *)a.out.data[0] + m0 * a.out.ld[0] : NULL;
         /* Column-major view: C^T [N x rows] = W [K x N]^T * x^T [K x rows]. */
         LINEAR_BLAS_CHECK(err,
                           cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)a.N, (int)((split ? 2 : 1) * mp),
                                        (int)a.K, &one, a.w, type, (int)a.K, B, type, (int)ldb, &zero,
-                                       direct ? y_pass : C, CUDA_R_32F, (int)(direct ? a.ldy : a.N),
+                                       direct ? y_pass : C, CUDA_R_32F, (int)(direct ? a.out.ld[0] : a.N),
                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                           "cublasGemmEx", &a);
         if (direct)
             continue;
         SY_GPU_LAUNCH_CHAINED(linear_grid_for(mp, a.N), LINEAR_SIMPLE_THREADS, 0, gs, linear_epilogue_kernel)(
-            C, mp, a.N, split, a.b, a.b_dtype, y_pass, a.y_dtype, a.ldy);
+            C, mp, a.N, split, a.b, a.b_dtype, a.out, m0);
         SY_GPU_CHECK_LAUNCH(err, "linear_epilogue_kernel");
     }
     return SY_OK;

@@ -42,6 +42,7 @@ static const sy_linear_caps caps = {
     .weight_dtypes = SY_LINEAR_DTYPES,
     .act_dtypes = SY_LINEAR_DTYPES,
     .has_bias = 1,
+    .features = SY_LINEAR_SPLIT_Y,
 };
 
 static const sy_plugin_desc desc = {

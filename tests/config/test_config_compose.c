@@ -96,7 +96,7 @@ START_TEST(default_config_composes)
     ck_assert_str_eq(chosen(&r, SY_KIND_MOE), "fx_moe_interleave");
     /* Equal ranks: the name decides. */
     ck_assert_str_eq(chosen(&r, SY_KIND_LINEAR), "fx_linear_a");
-    ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_LINEAR), "auto: highest rank (5, ties by name) of 2 compatible");
+    ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_LINEAR), "auto: highest rank (5, ties by name) of 3 compatible");
     ck_assert_str_eq(sy_composition_why(r.comp, SY_KIND_KV_LAYOUT), "auto: the only compatible kv_layout plugin of 3");
     ck_assert_str_eq(reason_of(&r, SY_KIND_KV_LAYOUT, "fx_kv_5d"), "is layout vectorized_5d, not kv_cache.layout nhd");
     /* The gpu plugin is not a candidate on cpu. */
@@ -276,12 +276,34 @@ START_TEST(rule6_fused_qkv_linear)
     expect_count(&r.d, 0);
     ck_assert_str_eq(chosen(&r, SY_KIND_ATTENTION), "fx_attn_nhd");
     ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 0);
-    const char *why = "off (linear.fuse_qkv = auto): fx_attn_nhd declares no row_stride; three linears, for q, k and v";
+    const char *why = "off (linear.fuse_qkv = auto): fx_attn_nhd declares no row_stride; three linears, for q, k and v "
+                      "(fx_linear_a declares no split_y)";
     ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why, why);
+    ck_assert_uint_eq(sy_composition_decisions(r.comp)->qkv_linears, 3);
     char *text = explain_text(&r);
     ck_assert_ptr_nonnull(strstr(text, why));
     free(text);
     composed_free(&r);
+
+    /* Unfused with a linear plugin that splits its output: still one linear, into three arrays. */
+    static const struct {
+        const char *text, *why;
+    } split[] = {
+        {"linear:\n  plugin: fx_linear_split\n",
+         "off (linear.fuse_qkv = auto): fx_attn_nhd declares no row_stride; q, k and v in arrays of their own, "
+         "written by one linear of 256 columns (fx_linear_split: split_y)"},
+        {"linear:\n  plugin: fx_linear_split\n  fuse_qkv: off\n",
+         "off (linear.fuse_qkv = off): q, k and v in arrays of their own, written by one linear of 256 columns "
+         "(fx_linear_split: split_y)"},
+    };
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
+        r = compose_text("q.yaml", split[i].text);
+        expect_count(&r.d, 0);
+        ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 0);
+        ck_assert_uint_eq(sy_composition_decisions(r.comp)->qkv_linears, 1);
+        ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why, split[i].why);
+        composed_free(&r);
+    }
 
     /* on: a requirement of the attention match, so auto takes the plugin that declares it. */
     r = compose_text("q.yaml", "linear:\n  fuse_qkv: on\n");
@@ -314,13 +336,13 @@ START_TEST(rule6_fused_qkv_linear)
     expect_count(&r.d, 0);
     ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why,
                      "off (linear.fuse_qkv = auto): fx_kv_5d declares no any_token_stride; three linears, for q, k "
-                     "and v");
+                     "and v (fx_linear_a declares no split_y)");
     composed_free(&r);
 
     r = compose_text("q.yaml", "linear:\n  fuse_qkv: off\nattention:\n  plugin: fx_attn_paged\n");
     ck_assert_int_eq(sy_composition_decisions(r.comp)->fused_qkv, 0);
     ck_assert_str_eq(sy_composition_decisions(r.comp)->fused_qkv_why,
-                     "off (linear.fuse_qkv = off): three linears, for q, k and v");
+                     "off (linear.fuse_qkv = off): three linears, for q, k and v (fx_linear_a declares no split_y)");
     composed_free(&r);
 }
 END_TEST

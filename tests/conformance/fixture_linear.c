@@ -12,6 +12,7 @@ static const sy_linear_caps caps = {
     .weight_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
     .act_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16),
     .has_bias = 1,
+    .features = SY_LINEAR_SPLIT_Y, /* the wrapped linear's; y's parts pass through untouched */
 };
 
 static sy_status linear(void *ctx, sy_stream stream, const sy_linear_args *a, sy_error *err)

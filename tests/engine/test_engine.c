@@ -55,7 +55,7 @@ typedef struct variant {
     int synthetic; /* workload.context synthetic */
     int per_op;    /* report.per_op */
     uint32_t swa_pool_tokens;
-    int fuse_qkv; /* linear.fuse_qkv */
+    int fuse_qkv; /* 0: three q/k/v linears; 1: linear.fuse_qkv; 2: unfused, one linear writing three arrays */
     int32_t act;  /* model.dtype; 0 = f32 */
     uint32_t top_k; /* experts a token takes; 0 = the preset's */
 } variant;
@@ -94,7 +94,8 @@ static sy_plan make_plan(const variant *v, uint64_t seed)
     p.k_scale = p.v_scale = 1.0f;
     p.fuse_rope_kv = v->fuse_rope;
     p.pad_multiple = v->pad;
-    p.fuse_qkv = v->fuse_qkv;
+    p.fuse_qkv = v->fuse_qkv == 1;
+    p.qkv_split_y = v->fuse_qkv == 2;
     p.act_dtype = v->act;
     p.pool_tokens = v->pool_tokens;
     p.swa_pool_tokens = v->swa_pool_tokens;
@@ -310,14 +311,16 @@ START_TEST(fused_rope_kv_write_identical)
 }
 END_TEST
 
-/* One linear for q, k and v, whose rows rope, the KV write and attention read as slices: against
- * the reference over chunked prefill (later chunks gather their prefix) and decode, in both layouts,
- * with and without the fused rope + KV write (a synthetic context: synthetic_context_decode_...).
- * Held against the reference, not against three linears: a GEMM of q + 2 kv columns need not sum
- * each output in the same order as three narrower ones (OpenBLAS picks its kernels by shape). */
+/* One linear for q, k and v, whose rows rope, the KV write and attention read as slices, or which
+ * writes them to three arrays of their own (the linear's split_y): against the reference over
+ * chunked prefill (later chunks gather their prefix) and decode, in both layouts, with and without
+ * the fused rope + KV write (a synthetic context: synthetic_context_decode_...). Held against the
+ * reference, not against three linears: a GEMM of q + 2 kv columns need not sum each output in the
+ * same order as three narrower ones (OpenBLAS picks its kernels by shape). */
 START_TEST(fused_qkv_linear_matches_reference)
 {
-    variant v = {layouts[_i >> 1], "moe_mxfp4_interleave", _i & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, 1, 0, 0};
+    variant v = {layouts[_i >> 2], "moe_mxfp4_interleave", (_i >> 1) & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0,
+                 1 + (_i & 1), 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -713,7 +716,7 @@ static Suite *suite(void)
     tcase_add_test(t, interleave_and_separated_identical);
     tcase_add_test(t, fuse_pad_on_and_off_identical);
     tcase_add_test(t, fused_rope_kv_write_identical);
-    tcase_add_loop_test(t, fused_qkv_linear_matches_reference, 0, 4);
+    tcase_add_loop_test(t, fused_qkv_linear_matches_reference, 0, 8);
     tcase_add_loop_test(t, bf16_activations_match_reference, 0, 4);
     tcase_add_loop_test(t, bf16_activations_without_routing_choices_match_reference, 0, 4);
     tcase_add_test(t, swa_pool_bounded_by_window);

@@ -1019,22 +1019,35 @@ typedef struct linear_case {
     int32_t x_dtype, w_dtype, y_dtype;
     int bias;
     int32_t b_dtype; /* 0: x's dtype */
+    int parts;       /* > 0: the GPU plugin writes y as this many column parts (ABI 1.4), rows padded */
 } linear_case;
 
+enum { LINEAR_PART_PAD = 5 };
+
 static const linear_case LINEAR_CASES[] = {
-    {128, 5120, 2880, 2880, F32, BF16, F32, 1, 0},   /* gpt-oss-120b qkv projection, decode batch 128 */
-    {128, 2880, 4096, 4096, F32, BF16, F32, 1, 0},   /* its output projection */
-    {128, 128, 2880, 2880, F32, BF16, F32, 1, 0},    /* the router */
-    {4, 20011, 2880, 2880, F32, BF16, F32, 0, 0},    /* an unembedding slice, odd N */
-    {7, 45, 33, 40, F32, F32, F32, 1, 0},            {1, 100, 2880, 2880, F32, BF16, F32, 1, 0},
-    {70, 130, 96, 96, F32, BF16, BF16, 1, 0},        {65, 64, 17, 20, BF16, BF16, F32, 0, 0},
-    {5, 77, 50, 50, BF16, F32, BF16, 1, 0},          {300, 257, 1000, 1000, BF16, BF16, BF16, 1, 0},
-    {0, 16, 16, 16, F32, F32, F32, 1, 0},
+    {128, 5120, 2880, 2880, F32, BF16, F32, 1, 0, 0},   /* gpt-oss-120b qkv projection, decode batch 128 */
+    {128, 2880, 4096, 4096, F32, BF16, F32, 1, 0, 0},   /* its output projection */
+    {128, 128, 2880, 2880, F32, BF16, F32, 1, 0, 0},    /* the router */
+    {4, 20011, 2880, 2880, F32, BF16, F32, 0, 0, 0},    /* an unembedding slice, odd N */
+    {7, 45, 33, 40, F32, F32, F32, 1, 0, 0},            {1, 100, 2880, 2880, F32, BF16, F32, 1, 0, 0},
+    {70, 130, 96, 96, F32, BF16, BF16, 1, 0, 0},        {65, 64, 17, 20, BF16, BF16, F32, 0, 0, 0},
+    {5, 77, 50, 50, BF16, F32, BF16, 1, 0, 0},          {300, 257, 1000, 1000, BF16, BF16, BF16, 1, 0, 0},
+    {0, 16, 16, 16, F32, F32, F32, 1, 0, 0},
     /* The engine's bf16 step (f32 biases): q/k/v, the router on the padded normed rows, the
      * unembedding on every third row; then rows of y at odd element offsets. */
-    {128, 5120, 2880, 2880, BF16, BF16, BF16, 1, F32}, {128, 128, 2880, 3072, BF16, BF16, F32, 1, F32},
-    {5, 20011, 2880, 8640, BF16, BF16, F32, 0, 0},    {33, 1001, 96, 100, BF16, BF16, BF16, 1, F32},
+    {128, 5120, 2880, 2880, BF16, BF16, BF16, 1, F32, 0}, {128, 128, 2880, 3072, BF16, BF16, F32, 1, F32, 0},
+    {5, 20011, 2880, 8640, BF16, BF16, F32, 0, 0, 0},    {33, 1001, 96, 100, BF16, BF16, BF16, 1, F32, 0},
+    /* y as column parts: the unfused q/k/v of a bf16 step, and parts whose edges split runs of four
+     * columns (f32 x as two planes; f32 y without bias, which alone would be the GEMM's own output). */
+    {128, 5120, 2880, 2880, BF16, BF16, BF16, 1, F32, 3}, {33, 1001, 96, 100, F32, BF16, BF16, 1, 0, 4},
+    {7, 45, 33, 40, F32, F32, F32, 0, 0, 2},             {1, 100, 2880, 2880, F32, BF16, F32, 0, 0, 3},
 };
+
+/* First column of part i of lc's y (i == parts: N). */
+static int64_t linear_part_first(const linear_case *lc, int i)
+{
+    return lc->N * i / lc->parts;
+}
 
 static int32_t linear_bias_dtype(const linear_case *lc)
 {
@@ -1050,8 +1063,38 @@ static sy_linear_args linear_args(const linear_case *lc, void *x, void *w, void 
     a.w = matrix(w, lc->w_dtype, lc->N, lc->K, lc->K);
     if (lc->bias)
         a.b = vector(b, linear_bias_dtype(lc), lc->N);
-    a.y = matrix(y, lc->y_dtype, lc->M, lc->N, lc->N);
+    if (!lc->parts || !y) {
+        a.y = matrix(y, lc->y_dtype, lc->M, lc->N, lc->N);
+        return a;
+    }
+    /* The parts one after another in y, each row LINEAR_PART_PAD elements wider than the part. */
+    a.n_y_parts = (uint32_t)lc->parts;
+    char *at = y;
+    for (int i = 0; i < lc->parts; i++) {
+        const int64_t n = linear_part_first(lc, i + 1) - linear_part_first(lc, i);
+        a.y_parts[i] = matrix(at, lc->y_dtype, lc->M, n, n + LINEAR_PART_PAD);
+        at += (size_t)(lc->M * (n + LINEAR_PART_PAD)) * sy_dtype_size(lc->y_dtype);
+    }
     return a;
+}
+
+/* The parts of a download back into one [M, N] y; 0 where a part wrote into its rows' padding. */
+static int linear_join_parts(const linear_case *lc, const char *parts, char *y)
+{
+    const size_t es = sy_dtype_size(lc->y_dtype);
+    unsigned char poison[8];
+    sy_poison_bytes(poison, es);
+    for (int i = 0; i < lc->parts; i++) {
+        const int64_t n0 = linear_part_first(lc, i), n = linear_part_first(lc, i + 1) - n0, ld = n + LINEAR_PART_PAD;
+        for (int64_t m = 0; m < lc->M; m++) {
+            memcpy(y + (size_t)(m * lc->N + n0) * es, parts + (size_t)(m * ld) * es, (size_t)n * es);
+            for (int64_t c = n; c < ld; c++)
+                if (memcmp(parts + (size_t)(m * ld + c) * es, poison, es) != 0)
+                    return 0;
+        }
+        parts += (size_t)(lc->M * ld) * es;
+    }
+    return 1;
 }
 
 static void linear_run(const char *name, const linear_case *lc, const void *x, const void *w, const void *b,
@@ -1061,17 +1104,25 @@ static void linear_run(const char *name, const linear_case *lc, const void *x, c
     void *ctx = plugin_init(d);
     const size_t xb = (size_t)(lc->M * lc->ldx) * sy_dtype_size(lc->x_dtype);
     const size_t wb = (size_t)(lc->N * lc->K) * sy_dtype_size(lc->w_dtype), yb = (size_t)(lc->M * lc->N) * sy_dtype_size(lc->y_dtype);
-    void *d_x = dev_buffer(x, xb), *d_w = dev_buffer(w, wb), *d_y = dev_buffer(NULL, yb);
+    const size_t y_dev = yb + (size_t)(lc->M * lc->parts * LINEAR_PART_PAD) * sy_dtype_size(lc->y_dtype);
+    void *d_x = dev_buffer(x, xb), *d_w = dev_buffer(w, wb), *d_y = dev_buffer(NULL, y_dev);
     void *d_b = lc->bias ? dev_buffer(b, (size_t)lc->N * sy_dtype_size(linear_bias_dtype(lc))) : NULL;
     sy_linear_args a = linear_args(lc, d_x, d_w, d_b, d_y);
     sy_error err = {{0}};
     ck_assert_msg(((const sy_linear_ops *)d->ops)->linear(ctx, NULL, &a, &err) == SY_OK, "%s: %s", name, err.msg);
-    void *y = malloc(yb + 1);
-    download(y, d_y, yb);
+    void *y = malloc(y_dev + 1);
+    download(y, d_y, y_dev);
     char what[160];
-    snprintf(what, sizeof what, "%s (%s) M%lld N%lld K%lld ldx%lld x %s w %s y %s%s", name, SY_TEST_GPU_BACKEND,
+    snprintf(what, sizeof what, "%s (%s) M%lld N%lld K%lld ldx%lld x %s w %s y %s%s%s", name, SY_TEST_GPU_BACKEND,
              (long long)lc->M, (long long)lc->N, (long long)lc->K, (long long)lc->ldx, dtype_tag(lc->x_dtype),
-             dtype_tag(lc->w_dtype), dtype_tag(lc->y_dtype), lc->bias ? " bias" : "");
+             dtype_tag(lc->w_dtype), dtype_tag(lc->y_dtype), lc->bias ? " bias" : "", lc->parts ? " in parts" : "");
+    if (lc->parts) {
+        void *joined = malloc(yb + 1);
+        const int untouched = linear_join_parts(lc, y, joined);
+        verdict(untouched, "%s: the parts' row padding %s", what, untouched ? "untouched" : "written");
+        free(y);
+        y = joined;
+    }
     /* An f32 y is f32 accurate; the bf16 high / low split of an f32 x against bf16 weights keeps
      * about 2^-16 of each x value. A bf16 y is dominated by its own rounding. */
     const double tol = lc->y_dtype == BF16 ? 4e-3 : lc->x_dtype == F32 && lc->w_dtype == BF16 ? 3e-5 : 1e-5;
@@ -1110,7 +1161,9 @@ START_TEST(test_linear)
     sy_poison_bytes(y, yb);
     const sy_plugin_desc *cpu = plugin(SY_KIND_LINEAR, "linear", "cpu");
     void *cpu_ctx = plugin_init(cpu);
-    sy_linear_args a = linear_args(lc, x, w, b, y);
+    linear_case whole = *lc;
+    whole.parts = 0;
+    sy_linear_args a = linear_args(&whole, x, w, b, y);
     sy_error err = {{0}};
     ck_assert_msg(((const sy_linear_ops *)cpu->ops)->linear(cpu_ctx, NULL, &a, &err) == SY_OK, "cpu: %s", err.msg);
     plugin_fini(cpu, cpu_ctx);
@@ -1159,13 +1212,17 @@ int main(void)
         suite_add_tcase(suite, host);
     }
     if (have_device) {
-        TCase *device = tcase_create("device");
-        tcase_add_checked_fixture(device, device_setup, device_teardown);
-        tcase_add_loop_test(device, test_norm, 0, norm_selected_count);
-        tcase_add_loop_test(device, test_linear, 0, linear_selected_count);
-        tcase_add_loop_test(device, test_moe, 0, moe_selected_count);
-        tcase_add_loop_test(device, test_moe_route, 0, (int)(sizeof ROUTE_CASES / sizeof ROUTE_CASES[0]));
-        suite_add_tcase(suite, device);
+        /* One test case a kind, so that Check's CK_RUN_CASE=norm|linear|moe runs one of them alone. */
+        TCase *norm = tcase_create("norm"), *linear = tcase_create("linear"), *moe = tcase_create("moe");
+        tcase_add_loop_test(norm, test_norm, 0, norm_selected_count);
+        tcase_add_loop_test(linear, test_linear, 0, linear_selected_count);
+        tcase_add_loop_test(moe, test_moe, 0, moe_selected_count);
+        tcase_add_loop_test(moe, test_moe_route, 0, (int)(sizeof ROUTE_CASES / sizeof ROUTE_CASES[0]));
+        TCase *device[] = {norm, linear, moe};
+        for (size_t i = 0; i < sizeof device / sizeof device[0]; i++) {
+            tcase_add_checked_fixture(device[i], device_setup, device_teardown);
+            suite_add_tcase(suite, device[i]);
+        }
     } else {
         printf("skipped: no GPU (%s)\n", backend_entry->probe_reason);
     }

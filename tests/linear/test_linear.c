@@ -1,8 +1,9 @@
 /* linear (cpu) through the plugin ABI: every mix of f32 / bf16 x, W, b and y against a double
  * reference, padded row strides with the padding left alone, blocked bf16 weights across block
- * edges, and the argument errors. */
+ * edges, y as column parts (ABI 1.4), and the argument errors. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,14 +48,18 @@ static sy_tensor matrix(const buf *b, int64_t rows, int64_t cols, int64_t stride
 typedef struct linear_case {
     int64_t M, N, K;
     int32_t x, w, b, y; /* b == 0: no bias */
+    int parts;          /* > 0: y as this many column parts (ABI 1.4), odd parts in the other dtype */
 } linear_case;
+
+enum { Y_PAD = 3 };
 
 static void run_case(sy_rng *rng, const sy_plugin_desc *d, void *ctx, const linear_case *k)
 {
-    const int64_t ldx = k->K + 5, ldy = k->N + 3;
+    const int64_t ldx = k->K + 5;
+    const int nout = k->parts ? k->parts : 1;
     buf x = make(rng, k->x, (size_t)(k->M * ldx), -1, 1), w = make(rng, k->w, (size_t)(k->N * k->K), -1, 1);
-    buf b = make(rng, k->b ? k->b : SY_DTYPE_F32, (size_t)k->N, -4, 4),
-        y = make(NULL, k->y, (size_t)(k->M * ldy), 0, 0);
+    buf b = make(rng, k->b ? k->b : SY_DTYPE_F32, (size_t)k->N, -4, 4), y[SY_LINEAR_MAX_Y_PARTS];
+    int64_t first[SY_LINEAR_MAX_Y_PARTS + 1] = {0}, ldy[SY_LINEAR_MAX_Y_PARTS];
     sy_linear_args a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
@@ -64,41 +69,56 @@ static void run_case(sy_rng *rng, const sy_plugin_desc *d, void *ctx, const line
         int64_t nb[1] = {k->N};
         a.b = sy_tensor_contiguous(b.data, k->b, 1, nb);
     }
-    a.y = matrix(&y, k->M, k->N, ldy);
+    for (int i = 0; i < nout; i++) {
+        const int32_t other = k->y == SY_DTYPE_F32 ? SY_DTYPE_BF16 : SY_DTYPE_F32;
+        first[i + 1] = k->N * (i + 1) / nout;
+        ldy[i] = first[i + 1] - first[i] + Y_PAD;
+        y[i] = make(NULL, k->parts && i % 2 ? other : k->y, (size_t)(k->M * ldy[i]), 0, 0);
+        sy_tensor t = matrix(&y[i], k->M, first[i + 1] - first[i], ldy[i]);
+        if (k->parts)
+            a.y_parts[i] = t;
+        else
+            a.y = t;
+    }
+    a.n_y_parts = (uint32_t)k->parts;
     sy_error err = {{0}};
     const sy_linear_ops *ops = d->ops;
     ck_assert_msg(ops->linear(ctx, NULL, &a, &err) == SY_OK, "%s", err.msg);
-    double num = 0, den = 0;
+    double num[2] = {0, 0}, den[2] = {0, 0};
     uint8_t poison[4];
     sy_poison_bytes(poison, sizeof poison);
     for (int64_t m = 0; m < k->M; m++) {
-        for (int64_t n = 0; n < k->N; n++) {
-            double ref = k->b ? at(&b, (size_t)n) : 0.0, mag = 0;
-            for (int64_t c = 0; c < k->K; c++) {
-                double p = at(&x, (size_t)(m * ldx + c)) * at(&w, (size_t)(n * k->K + c));
-                ref += p;
-                mag += fabs(p);
+        for (int i = 0; i < nout; i++) {
+            const int bf16 = y[i].dtype == SY_DTYPE_BF16;
+            for (int64_t n = first[i]; n < first[i + 1]; n++) {
+                double ref = k->b ? at(&b, (size_t)n) : 0.0, mag = 0;
+                for (int64_t c = 0; c < k->K; c++) {
+                    double p = at(&x, (size_t)(m * ldx + c)) * at(&w, (size_t)(n * k->K + c));
+                    ref += p;
+                    mag += fabs(p);
+                }
+                double got = at(&y[i], (size_t)(m * ldy[i] + n - first[i]));
+                num[bf16] += (got - ref) * (got - ref);
+                den[bf16] += ref * ref;
+                /* bf16 y: one rounding (half an ulp, 2^-8 relative) on top of the f32 sum's error. */
+                if (bf16)
+                    ck_assert_msg(fabs(got - ref) <= fabs(ref) * 0.0040 + mag * 1e-6,
+                                  "M %lld N %lld K %lld parts %d: y[%lld][%lld] = %g, reference %g", (long long)k->M,
+                                  (long long)k->N, (long long)k->K, k->parts, (long long)m, (long long)n, got, ref);
             }
-            double got = at(&y, (size_t)(m * ldy + n));
-            num += (got - ref) * (got - ref);
-            den += ref * ref;
-            /* bf16 y: one rounding (half an ulp, 2^-8 relative) on top of the f32 sum's error. */
-            if (k->y == SY_DTYPE_BF16)
-                ck_assert_msg(fabs(got - ref) <= fabs(ref) * 0.0040 + mag * 1e-6,
-                              "M %lld N %lld K %lld: y[%lld][%lld] = %g, reference %g", (long long)k->M,
-                              (long long)k->N, (long long)k->K, (long long)m, (long long)n, got, ref);
+            const size_t es = sy_dtype_size(y[i].dtype);
+            for (int64_t n = first[i + 1] - first[i]; n < ldy[i]; n++) /* the row padding of y is not written */
+                ck_assert(memcmp((uint8_t *)y[i].data + (size_t)(m * ldy[i] + n) * es, poison, es) == 0);
         }
-        for (int64_t n = k->N; n < ldy; n++) /* the row padding of y is not written */
-            ck_assert(memcmp((uint8_t *)y.data + (size_t)(m * ldy + n) * sy_dtype_size(k->y), poison,
-                             sy_dtype_size(k->y)) == 0);
     }
-    if (k->y == SY_DTYPE_F32)
-        ck_assert_msg(sqrt(num / den) < 2e-6, "M %lld N %lld K %lld x %d w %d: relative L2 %.3g", (long long)k->M,
-                      (long long)k->N, (long long)k->K, k->x, k->w, sqrt(num / den));
+    if (den[0] > 0)
+        ck_assert_msg(sqrt(num[0] / den[0]) < 2e-6, "M %lld N %lld K %lld x %d w %d parts %d: relative L2 %.3g",
+                      (long long)k->M, (long long)k->N, (long long)k->K, k->x, k->w, k->parts, sqrt(num[0] / den[0]));
     free(x.data);
     free(w.data);
     free(b.data);
-    free(y.data);
+    for (int i = 0; i < nout; i++)
+        free(y[i].data);
 }
 
 START_TEST(every_dtype_mix_matches_double_reference)
@@ -115,9 +135,29 @@ START_TEST(every_dtype_mix_matches_double_reference)
             for (int wi = 0; wi < 2; wi++)
                 for (int bi = 0; bi < 3; bi++)
                     for (int yi = 0; yi < 2; yi++) {
-                        linear_case k = {shapes[s][0], shapes[s][1], shapes[s][2], dt[xi], dt[wi], bias[bi], dt[yi]};
+                        linear_case k = {shapes[s][0], shapes[s][1], shapes[s][2], dt[xi], dt[wi], bias[bi], dt[yi], 0};
                         run_case(&rng, d, ctx, &k);
                     }
+    sy_cpu_plugin_fini(d, ctx);
+}
+END_TEST
+
+/* y as column parts (ABI 1.4): q, k and v's three, and four whose edges fall inside the 364-row blocks
+ * of converted bf16 weights and on single columns; f32 weights (one block) and one row. */
+START_TEST(column_parts_match_double_reference)
+{
+    sy_rng rng = {sy_test_seed()};
+    const sy_plugin_desc *d = sy_cpu_plugin(SY_KIND_LINEAR, "linear");
+    void *ctx = sy_cpu_plugin_init(d, NULL);
+    ck_assert(sy_linear_split_y(d->caps));
+    const linear_case cases[] = {
+        {9, 1000, 2880, SY_DTYPE_BF16, SY_DTYPE_BF16, SY_DTYPE_F32, SY_DTYPE_BF16, 3},
+        {5, 4, 71, SY_DTYPE_F32, SY_DTYPE_F32, SY_DTYPE_F32, SY_DTYPE_F32, 4},
+        {1, 129, 2880, SY_DTYPE_F32, SY_DTYPE_BF16, 0, SY_DTYPE_F32, 2},
+        {37, 7, 33, SY_DTYPE_BF16, SY_DTYPE_F32, SY_DTYPE_BF16, SY_DTYPE_F32, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&rng, d, ctx, &cases[i]);
     sy_cpu_plugin_fini(d, ctx);
 }
 END_TEST
@@ -147,6 +187,31 @@ START_TEST(argument_errors_name_the_argument)
     a.w.stride[0] = 16;
     ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_E_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.msg, "linear: w has stride 16 in dim 0, expected 8"));
+    a.w.stride[0] = 8;
+    /* Column parts: y or parts, never both; parts that cover N exactly; at most the ABI's count. */
+    int64_t s1[2] = {4, 1}, s2[2] = {4, 2};
+    a.n_y_parts = 2;
+    a.y_parts[0] = sy_tensor_contiguous(y, SY_DTYPE_F32, 2, s1);
+    a.y_parts[1] = sy_tensor_contiguous(y + 4, SY_DTYPE_F32, 2, s2);
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_E_INVALID);
+    ck_assert_str_eq(err.msg, "linear: y is given as well as 2 y_parts; pass one or the other");
+    memset(&a.y, 0, sizeof a.y);
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_OK);
+    a.y_parts[1] = sy_tensor_contiguous(y + 4, SY_DTYPE_F32, 2, s1);
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_E_INVALID);
+    ck_assert_str_eq(err.msg, "linear: y_parts hold 2 columns, w has N = 3");
+    a.y_parts[1] = sy_tensor_contiguous(y + 4, SY_DTYPE_F32, 2, s2);
+    a.y_parts[1].shape[0] = 3;
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_E_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "linear: y_parts[1] has shape [3, 2], expected [4, 2]"));
+    a.n_y_parts = SY_LINEAR_MAX_Y_PARTS + 1;
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_E_INVALID);
+    ck_assert_str_eq(err.msg, "linear: n_y_parts 5 exceeds SY_LINEAR_MAX_Y_PARTS (4)");
+    /* A caller built before 1.4 passes a shorter struct: whatever lies past it is never read. */
+    a.n_y_parts = 2;
+    a.y = sy_tensor_contiguous(y, SY_DTYPE_F32, 2, sy);
+    a.struct_size = (uint32_t)offsetof(sy_linear_args, n_y_parts);
+    ck_assert_int_eq(ops->linear(ctx, NULL, &a, &err), SY_OK);
     sy_cpu_plugin_fini(d, ctx);
 }
 END_TEST
@@ -157,6 +222,7 @@ int main(void)
     TCase *tc = tcase_create("linear");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, every_dtype_mix_matches_double_reference);
+    tcase_add_test(tc, column_parts_match_double_reference);
     tcase_add_test(tc, argument_errors_name_the_argument);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -151,6 +151,9 @@ START_TEST(feature_bits_outside_the_claimed_abi)
     expect_rejected("feature_newer_than_minor", SY_STAGE_DESCRIPTOR,
                     "plugin 'fixture_feature_newer_than_minor': caps: features 0x43 holds bits ABI 1.2 does not define "
                     "(0x40)");
+    expect_rejected("linear_feature_newer_than_minor", SY_STAGE_DESCRIPTOR,
+                    "plugin 'fixture_linear_feature_newer_than_minor': caps: features 0x1 holds bits ABI 1.3 does not "
+                    "define (0x1)");
 }
 END_TEST
 

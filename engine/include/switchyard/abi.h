@@ -11,8 +11,9 @@
 #include <stdint.h>
 
 #define SY_ABI_MAJOR 1u
-#define SY_ABI_MINOR 3u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows;
-                           1.3: SY_ATTN_ROW_STRIDE */
+#define SY_ABI_MINOR 4u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows;
+                           1.3: SY_ATTN_ROW_STRIDE; 1.4: sy_linear_caps.features (SY_LINEAR_SPLIT_Y),
+                           sy_linear_args.n_y_parts and y_parts */
 
 /* True when a struct of the given struct_size contains `member` entirely. */
 #define SY_HAS_MEMBER(struct_size, type, member) \

@@ -114,12 +114,24 @@ typedef struct sy_moe_caps {
     uint32_t act_dtypes;           /* SY_DTYPE_BIT mask of x / out dtypes */
 } sy_moe_caps;
 
+typedef enum sy_linear_feature {
+    /* ABI 1.4: y given as column parts in arrays of their own (sy_linear_args.n_y_parts) */
+    SY_LINEAR_SPLIT_Y = 1u << 0
+} sy_linear_feature;
+
 typedef struct sy_linear_caps {
     uint32_t struct_size;
     uint32_t weight_dtypes; /* SY_DTYPE_BIT mask */
     uint32_t act_dtypes;    /* SY_DTYPE_BIT mask of x / y */
     uint32_t has_bias;      /* 1: b is honoured */
+    uint32_t features;      /* ABI 1.4: sy_linear_feature bits; read only when struct_size covers it */
 } sy_linear_caps;
+
+/* 1 when the plugin takes y as column parts; a record built before 1.4 ends before `features`. */
+static inline int sy_linear_split_y(const sy_linear_caps *c)
+{
+    return SY_HAS_MEMBER(c->struct_size, sy_linear_caps, features) && (c->features & SY_LINEAR_SPLIT_Y) != 0;
+}
 
 #ifdef __cplusplus
 }

@@ -309,6 +309,9 @@ typedef struct sy_rope_ops {
 /* ------------------------------------------------------------------------------------------ */
 /* linear                                                                                      */
 
+/* ABI 1.4: the most column parts a linear's y may be split into (SY_LINEAR_SPLIT_Y). */
+#define SY_LINEAR_MAX_Y_PARTS 4
+
 /* y = x W^T + b with f32 accumulation. */
 typedef struct sy_linear_args {
     uint32_t struct_size;
@@ -316,7 +319,14 @@ typedef struct sy_linear_args {
     sy_tensor x;  /* [M, K], row stride >= K */
     sy_tensor w;  /* [N, K] contiguous */
     sy_tensor b;  /* optional [N] */
-    sy_tensor y;  /* [M, N] */
+    sy_tensor y;  /* [M, N]; none (data NULL) when n_y_parts > 0 */
+    /* ABI 1.4, passed only to a plugin whose caps declare SY_LINEAR_SPLIT_Y: the product's columns
+     * written to n_y_parts arrays of their own, part i taking the next N_i columns ([M, N_i], any
+     * row stride, its own dtype; the N_i sum to N). One product for outputs that live apart: the
+     * engine's q, k and v where linear.fuse_qkv is off. 0: y, as in 1.0. */
+    uint32_t n_y_parts;
+    uint32_t reserved1;
+    sy_tensor y_parts[SY_LINEAR_MAX_Y_PARTS];
 } sy_linear_args;
 
 typedef struct sy_linear_ops {
@@ -350,6 +360,14 @@ typedef const sy_plugin_desc *const *(*sy_plugin_entry_fn)(uint32_t host_abi_maj
 #define SY_PLUGIN_ENTRY_SYMBOL "sy_plugin_entry"
 
 #include "abi_v1_layout.h"
+
+/* Members added after 1.0 (abi_v1_layout.h pins the 1.0 ones and is never edited). */
+SY_STATIC_ASSERT(offsetof(sy_linear_caps, features) == 16, "sy_linear_caps 1.4 layout");
+SY_STATIC_ASSERT(sizeof(sy_linear_caps) == 20, "sy_linear_caps 1.4 layout");
+SY_STATIC_ASSERT(offsetof(sy_linear_args, n_y_parts) == 456, "sy_linear_args 1.4 layout");
+SY_STATIC_ASSERT(offsetof(sy_linear_args, reserved1) == 460, "sy_linear_args 1.4 layout");
+SY_STATIC_ASSERT(offsetof(sy_linear_args, y_parts) == 464, "sy_linear_args 1.4 layout");
+SY_STATIC_ASSERT(sizeof(sy_linear_args) == 464 + SY_LINEAR_MAX_Y_PARTS * 112, "sy_linear_args 1.4 layout");
 
 #ifdef __cplusplus
 }

@@ -154,8 +154,10 @@ typedef struct sy_engine_info {
     uint32_t vocab;             /* token ids are below this */
     uint32_t max_prompt_tokens; /* a sequence may hold at most this many tokens after a prefill */
     uint32_t max_tokens;        /* and at most this many after a decode step */
-    uint32_t fused_qkv;         /* 1: q, k and v come from one linear (linear.fuse_qkv) */
+    uint32_t fused_qkv;         /* 1: q, k and v are slices of one linear's rows (linear.fuse_qkv) */
     int32_t act_dtype;          /* sy_dtype of activations between ops (model.dtype) */
+    uint32_t qkv_linears;       /* linear calls a layer makes for q, k and v: 1, or 3 where unfused q, k and v
+                                   come from a linear plugin without split_y */
 } sy_engine_info;
 
 SY_API const sy_engine_info *sy_engine_get_info(const sy_engine_handle *h);

@@ -42,7 +42,9 @@ static char *decision(const sy_compose_decisions *d, int which)
     case 2:
         return d->pad_multiple ? sy_asprintf("fused, multiple of %u", d->pad_multiple) : sy_strdup("off");
     case 3:
-        return sy_strdup(d->fused_qkv ? "fused (one linear)" : "off (three linears)");
+        return sy_strdup(d->fused_qkv           ? "fused (one linear)"
+                         : d->qkv_linears == 1 ? "off (one linear, three arrays)"
+                                               : "off (three linears)");
     default:
         return d->kv_dtype == SY_DTYPE_FP8_E4M3 ? sy_asprintf("k %g, v %g", d->k_scale, d->v_scale)
                                                 : sy_strdup("none (not fp8)");

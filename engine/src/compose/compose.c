@@ -432,9 +432,19 @@ static void decide_qkv_fusion(sy_composition *c, const sy_config *cfg, const sy_
 {
     const char *mode = sy_config_str(cfg, "linear.fuse_qkv");
     const sy_registry_entry *kv = c->slots[SY_KIND_KV_LAYOUT].chosen, *attn = c->slots[SY_KIND_ATTENTION].chosen;
+    const sy_registry_entry *linear = c->slots[SY_KIND_LINEAR].chosen;
     uint32_t q = need->q_heads * need->head_dim, k = need->kv_heads * need->head_dim;
+    /* Unfused, q, k and v sit in arrays of their own; a linear plugin that writes its columns to
+     * several arrays still makes them with one product (the GEMM reads x once, one launch). */
+    const int split_y = linear && sy_linear_split_y(linear->plugin->caps);
+    c->d.qkv_linears = split_y ? 1u : 3u;
+    char *unfused = split_y ? sy_asprintf("q, k and v in arrays of their own, written by one linear of %u columns "
+                                          "(%s: split_y)", q + 2 * k, linear->plugin->name)
+                    : linear ? sy_asprintf("three linears, for q, k and v (%s declares no split_y)", linear->plugin->name)
+                             : sy_strdup("three linears, for q, k and v");
     if (strcmp(mode, "off") == 0) {
-        c->d.fused_qkv_why = sy_strdup("off (linear.fuse_qkv = off): three linears, for q, k and v");
+        c->d.fused_qkv_why = sy_asprintf("off (linear.fuse_qkv = off): %s", unfused);
+        free(unfused);
         return;
     }
     const char *who = "", *lacking = NULL;
@@ -445,11 +455,13 @@ static void decide_qkv_fusion(sy_composition *c, const sy_config *cfg, const sy_
     else if (!(((const sy_attention_caps *)attn->plugin->caps)->features & SY_ATTN_ROW_STRIDE))
         who = attn->plugin->name, lacking = " declares no row_stride";
     if (lacking) {
-        c->d.fused_qkv_why =
-            sy_asprintf("off (linear.fuse_qkv = %s): %s%s; three linears, for q, k and v", mode, who, lacking);
+        c->d.fused_qkv_why = sy_asprintf("off (linear.fuse_qkv = %s): %s%s; %s", mode, who, lacking, unfused);
+        free(unfused);
         return;
     }
+    free(unfused);
     c->d.fused_qkv = 1;
+    c->d.qkv_linears = 1;
     c->d.fused_qkv_why = sy_asprintf("fused (linear.fuse_qkv = %s): one linear of %u columns (q %u, k %u, v %u); "
                                      "rope, the KV write (%s) and %s take q, k and v as slices of its rows",
                                      mode, q + 2 * k, q, k, k, kv->plugin->name, attn->plugin->name);

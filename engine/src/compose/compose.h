@@ -48,6 +48,8 @@ typedef struct sy_compose_decisions {
     uint32_t padded_hidden;  /* model.hidden rounded up to pad_multiple; model.hidden when not fused */
     const char *fuse_pad_why;
     int fused_qkv;           /* 1: one linear for q, k and v, its rows' slices read by rope, KV write, attention */
+    uint32_t qkv_linears;    /* linear calls a layer makes for q, k and v: 1 (fused, or one linear writing
+                                three arrays through the linear plugin's split_y), else 3 */
     const char *fused_qkv_why;
 } sy_compose_decisions;
 

@@ -150,7 +150,8 @@ static const sy_cfg_key keys[] = {
     {.name = "linear.fuse_qkv", .type = SY_CFG_ENUM, .choices = tristate, .def = "auto",
      .doc = "q, k and v projected by one linear over their concatenated weights, read as slices of its rows: "
             "needs an attention plugin with row_stride and a kv_layout that writes any token stride; on = "
-            "required, auto = when both hold, off = three linears"},
+            "required, auto = when both hold, off = q, k and v in arrays of their own (one linear where the "
+            "linear plugin declares split_y, else three)"},
 
     {.name = "parallel.tp", .type = SY_CFG_INT, .min = 1, .max = 64, .def = "1",
      .doc = "tensor-parallel degree; bounded by every chosen plugin's max_tp"},

@@ -188,17 +188,33 @@ sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st,
 }
 
 
-sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
-                        sy_error *err)
+sy_status sy_eng_linear_parts(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t parts, const uint32_t *n,
+                              void *const *y, int32_t y_dtype, sy_error *err)
 {
     sy_linear_args a = {0};
     a.struct_size = sizeof a;
+    uint32_t columns = 0;
+    for (uint32_t i = 0; i < parts; i++)
+        columns += n[i];
     a.x = x;
-    a.w = sy_t2(w, SY_DTYPE_BF16, n, x.shape[1]);
-    a.b = b ? sy_t1(b, SY_DTYPE_F32, n) : sy_tnone();
-    a.y = sy_t2(y, y_dtype, x.shape[0], n);
+    a.w = sy_t2(w, SY_DTYPE_BF16, columns, x.shape[1]);
+    a.b = b ? sy_t1(b, SY_DTYPE_F32, columns) : sy_tnone();
+    if (parts == 1)
+        a.y = sy_t2(y[0], y_dtype, x.shape[0], columns);
+    else {
+        a.y = sy_tnone();
+        a.n_y_parts = parts;
+        for (uint32_t i = 0; i < parts; i++)
+            a.y_parts[i] = sy_t2(y[i], y_dtype, x.shape[0], n[i]);
+    }
     CALL(e, SY_KIND_LINEAR, "linear", e->lin->linear(e->ctx[SY_KIND_LINEAR], e->stream, &a, err));
     return SY_OK;
+}
+
+sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
+                        sy_error *err)
+{
+    return sy_eng_linear_parts(e, x, w, b, 1, &n, &y, y_dtype, err);
 }
 
 sy_status sy_eng_rmsnorm(sy_engine *e, uint32_t T, void *x, int32_t x_dtype, void *residual, void *w, uint32_t pad,
@@ -335,7 +351,7 @@ static sy_status gen(sy_engine *e, sy_weights *w, uint32_t layer, uint32_t kind,
 }
 
 /* Tensors one after another in one allocation, as the rows of one matrix (or one vector): q, k and
- * v weights for linear.fuse_qkv, and their biases. dst[i] gets where tensor i starts. */
+ * v weights for their one linear, and their biases. dst[i] gets where tensor i starts. */
 static sy_status gen_stacked(sy_engine *e, sy_weights *w, uint32_t layer, const uint32_t *kinds, size_t n, int f32,
                              void **dst[], sy_error *err)
 {
@@ -368,7 +384,7 @@ static sy_status load_layer(sy_engine *e, sy_weights *wsrc, uint32_t l, sy_error
         {&w->mlp_norm, SY_T_MLP_NORM, 1},
     };
     size_t first = 0;
-    if (e->plan.fuse_qkv) {
+    if (e->plan.fuse_qkv || e->plan.qkv_split_y) {
         /* One [q + 2 kv, hidden] matrix and one bias vector: the forward's single q/k/v linear. */
         static const uint32_t weights[] = {SY_T_Q_W, SY_T_K_W, SY_T_V_W}, biases[] = {SY_T_Q_B, SY_T_K_B, SY_T_V_B};
         void **wdst[] = {&w->q_w, &w->k_w, &w->v_w}, **bdst[] = {&w->q_b, &w->k_b, &w->v_b};

@@ -28,7 +28,9 @@ typedef struct sy_plan {
     float k_scale, v_scale;
     int fuse_rope_kv;         /* 1: rope.rope_kv_write; 0: rope then kv_layout.write */
     uint32_t pad_multiple;    /* > 1: post-attention norm padded to this multiple for the MoE */
-    int fuse_qkv;             /* 1: one linear for q, k and v over concatenated weights (forward.c) */
+    int fuse_qkv;             /* 1: one linear for q, k and v over concatenated weights, its rows' slices read
+                                 downstream (forward.c) */
+    int qkv_split_y;          /* 1 (unfused): that one linear writes q, k and v to arrays of their own */
     int32_t act_dtype;        /* activations between ops (model.dtype): f32 or bf16; 0 = f32 */
     int32_t attn_num_splits;  /* 0: the plugin chooses */
     uint32_t pool_tokens;     /* full-attention pool capacity; 0 = exactly what the workload needs */

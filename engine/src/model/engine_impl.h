@@ -6,7 +6,8 @@
 #include "model/engine.h"
 
 typedef struct layer_weights {
-    /* q_w, k_w, v_w (and their biases) are consecutive rows of one allocation with linear.fuse_qkv. */
+    /* q_w, k_w, v_w (and their biases) are consecutive rows of one allocation wherever one linear
+     * makes q, k and v (linear.fuse_qkv, or unfused through the linear plugin's split_y). */
     void *q_w, *k_w, *v_w, *o_w, *router_w;          /* bf16 [N, K] */
     void *q_b, *k_b, *v_b, *o_b, *router_b;          /* f32 [N] */
     void *sinks, *attn_norm, *mlp_norm;               /* f32 */
@@ -125,6 +126,9 @@ void sy_op_times_collect(sy_engine *e);
 /* Prefixes err with the plugin that failed (kind, name, file) and the op. */
 sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err);
 /* y [x rows, n] of y_dtype = x W^T + b, W bf16 [n, x cols], b f32 [n] or NULL. */
+/* One linear whose n[0] + ... columns go to `parts` arrays y[i] of [rows, n[i]] (split_y when parts > 1). */
+sy_status sy_eng_linear_parts(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t parts, const uint32_t *n,
+                              void *const *y, int32_t y_dtype, sy_error *err);
 sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
                         sy_error *err);
 /* e->normed = rmsnorm(x (+ residual)) * w, padded to `pad` columns; residual (f32) updated in place. */

@@ -1,6 +1,7 @@
 /* One forward of the gpt-oss decoder through the composed plugins. Per layer, exactly:
  *   input add+rmsnorm -> q/k/v linears with bias (one linear over their stacked weights with
- *   linear.fuse_qkv, q, k and v then slices of its rows) -> rope (fused with the KV write when composed,
+ *   linear.fuse_qkv, q, k and v then slices of its rows; unfused, one linear writing three arrays
+ *   where the linear plugin declares split_y, else three linears) -> rope (fused with the KV write when composed,
  *   else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
  *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
  *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
@@ -272,7 +273,11 @@ sy_status sy_forward(sy_engine *e, const uint32_t *start, const uint32_t *n, con
         sy_tensor x = sy_t2(e->normed, e->act, T, H);
         if (e->plan.fuse_qkv)
             st = sy_eng_linear(e, x, w->q_w, w->q_b, qd + 2 * kvd, e->q, e->act, err);
-        else if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, e->act, err)) == SY_OK &&
+        else if (e->plan.qkv_split_y) {
+            const uint32_t columns[3] = {qd, kvd, kvd};
+            void *const out[3] = {e->q, e->k, e->v};
+            st = sy_eng_linear_parts(e, x, w->q_w, w->q_b, 3, columns, out, e->act, err);
+        } else if ((st = sy_eng_linear(e, x, w->q_w, w->q_b, qd, e->q, e->act, err)) == SY_OK &&
                  (st = sy_eng_linear(e, x, w->k_w, w->k_b, kvd, e->k, e->act, err)) == SY_OK)
             st = sy_eng_linear(e, x, w->v_w, w->v_b, kvd, e->v, e->act, err);
         if (st || (st = rope_and_write(e, l, T, err)) || (st = attention(e, l, &s, decode, err)))

@@ -112,6 +112,8 @@ void sy_caps_summary(const sy_plugin_desc *d, char *buf, size_t len)
         dtype_list(&s, "weights", c->weight_dtypes);
         dtype_list(&s, "act", c->act_dtypes);
         sy_str_appendf(&s, " bias=%s", c->has_bias ? "yes" : "no");
+        if (sy_linear_split_y(c))
+            sy_str_appendf(&s, " split_y");
         break;
     }
     default: sy_str_appendf(&s, "?"); break;

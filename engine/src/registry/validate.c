@@ -13,7 +13,7 @@
 static const size_t caps_v1[SY_KIND_COUNT_] = {
     [SY_KIND_KV_LAYOUT] = sizeof(sy_kv_layout_caps), [SY_KIND_ATTENTION] = sizeof(sy_attention_caps),
     [SY_KIND_MOE] = sizeof(sy_moe_caps),             [SY_KIND_NORM] = sizeof(sy_norm_caps),
-    [SY_KIND_ROPE] = sizeof(sy_rope_caps),           [SY_KIND_LINEAR] = sizeof(sy_linear_caps),
+    [SY_KIND_ROPE] = sizeof(sy_rope_caps),           [SY_KIND_LINEAR] = offsetof(sy_linear_caps, features),
 };
 static const size_t ops_v1[SY_KIND_COUNT_] = {
     [SY_KIND_KV_LAYOUT] = sizeof(sy_kv_layout_ops), [SY_KIND_ATTENTION] = sizeof(sy_attention_ops),
@@ -166,6 +166,13 @@ static const char *bad_caps(const sy_plugin_desc *d, char *buf, size_t len)
         const sy_norm_caps *c = d->caps;
         return undefined_bits("features", c->features, SY_NORM_RMSNORM | SY_NORM_FUSED_ADD | SY_NORM_PAD_TO_MULTIPLE,
                               d->abi_minor, buf, len);
+    }
+    case SY_KIND_LINEAR: {
+        const sy_linear_caps *c = d->caps;
+        if (!SY_HAS_MEMBER(c->struct_size, sy_linear_caps, features))
+            return NULL;
+        return undefined_bits("features", c->features, d->abi_minor >= 4 ? SY_LINEAR_SPLIT_Y : 0u, d->abi_minor, buf,
+                              len);
     }
     default: return NULL;
     }
