@@ -53,10 +53,12 @@ static const char *const ALL_CASES[] = {
     "moe.interleave.T8192.E128.k4",
     "moe.separated.T8192.E128.k4",
     "linear.bf16.qkv.M128.K2880.N5120",
+    "linear.bf16.qkv_parts.M128.K2880.N5120",
     "linear.bf16.o.M128.K4096.N2880",
     "linear.bf16.router.M128.K2880.N128",
     "linear.bf16.unembed.M128.K2880.N201088",
     "linear.f32.qkv.M128.K2880.N5120",
+    "linear.f32.qkv_parts.M128.K2880.N5120",
     "linear.f32.o.M128.K4096.N2880",
     "linear.f32.router.M128.K2880.N128",
     "linear.f32.unembed.M128.K2880.N201088",
@@ -362,7 +364,7 @@ START_TEST(quick_run_names_plugins_and_layouts)
     uint64_t bf16 = (uint64_t)number(&d, find_case(&d, "decode.nhd.bf16.B128.ctx8192"), "bytes");
     ck_assert_msg(fp8 < bf16 && bf16 - fp8 > bf16 / 3, "fp8 %llu vs bf16 %llu bytes", (unsigned long long)fp8,
                   (unsigned long long)bf16);
-    ck_assert_msg(strstr(quick.proc.out, "40 ok, 0 not supported, 0 failed"), "summary:\n%s", quick.proc.out);
+    ck_assert_msg(strstr(quick.proc.out, "42 ok, 0 not supported, 0 failed"), "summary:\n%s", quick.proc.out);
     json_doc_free(&d);
 }
 END_TEST

@@ -59,16 +59,19 @@ static const shape_row MOE[] = {
 
 /* Linear: the four products of a gpt-oss-120b decode step at batch 128, as the engine calls them
  * (bf16 weights, f32 biases): q/k/v over stacked weights and o (y in the activation dtype), the
- * router and the unembedding (f32 y), each with bf16 and with f32 activations. */
+ * router and the unembedding (f32 y), each with bf16 and with f32 activations; and q/k/v written to
+ * three arrays of their own, as the unfused forward calls it (split_y). */
 static const struct {
     const char *tag;
     uint32_t in, out, bias, f32_out; /* f32_out: y is f32 whatever the activations */
     uint32_t quick_in, quick_out;
+    uint32_t y_parts;
 } LINEAR[] = {
-    {"qkv", 2880, 5120, 1, 0, 288, 320},
-    {"o", 4096, 2880, 1, 0, 256, 288},
-    {"router", 2880, 128, 1, 1, 288, 128},
-    {"unembed", 2880, 201088, 0, 1, 288, 2011},
+    {"qkv", 2880, 5120, 1, 0, 288, 320, 0},
+    {"qkv_parts", 2880, 5120, 1, 0, 288, 320, 3},
+    {"o", 4096, 2880, 1, 0, 256, 288, 0},
+    {"router", 2880, 128, 1, 1, 288, 128, 0},
+    {"unembed", 2880, 201088, 0, 1, 288, 2011, 0},
 };
 static const int32_t LINEAR_ACTS[] = {BF16, SY_DTYPE_F32};
 enum { LINEAR_ROWS = 128, LINEAR_QUICK_ROWS = 4 };
@@ -143,7 +146,7 @@ static void build(void)
             const int32_t act = LINEAR_ACTS[a], out = LINEAR[i].f32_out ? SY_DTYPE_F32 : act;
             const sy_bench_shape full = {.tokens = LINEAR_ROWS, .in_features = LINEAR[i].in,
                                          .out_features = LINEAR[i].out, .act_dtype = act, .out_dtype = out,
-                                         .bias = LINEAR[i].bias};
+                                         .bias = LINEAR[i].bias, .y_parts = LINEAR[i].y_parts};
             sy_bench_shape quick = full;
             quick.tokens = LINEAR_QUICK_ROWS;
             quick.in_features = LINEAR[i].quick_in;

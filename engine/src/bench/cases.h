@@ -38,6 +38,8 @@ typedef struct sy_bench_shape {
     uint32_t in_features, out_features;           /* linear: K and N (tokens is M) */
     int32_t act_dtype, out_dtype;                  /* linear: x's dtype and y's */
     uint32_t bias;                                 /* linear: 1 with an f32 bias */
+    uint32_t y_parts;                              /* linear: y as q, k and v's three column parts (8 : 1 : 1;
+                                                      the unfused forward's split_y call); 0: one y */
     uint64_t bytes;   /* copy: size of one copy */
 } sy_bench_shape;
 
