@@ -207,6 +207,21 @@ class TableRows(unittest.TestCase):
         r = rows_by(rows, "gpt-oss-120b decode step", runs[2].label())
         self.assertEqual(r.ours, "TPOT %.2f ms" % bf16["metrics"]["tpot_median_ms"])
 
+    def test_unfused_qkv_says_how_many_linears(self):
+        # Unfused q/k/v: three linears in reports without qkv_linears or with 3, one linear writing
+        # three arrays where the linear plugin's split_y made it 1.
+        with open(fixture("step-gpt-oss-b128.json")) as f:
+            doc = json.load(f)
+        labels = []
+        for count in (None, 3, 1):
+            d = json.loads(json.dumps(doc))
+            d["composition"]["fused_qkv"] = False
+            if count is not None:
+                d["composition"]["qkv_linears"] = count
+            labels.append(perf_table.StepRun("unfused.json", d).label())
+        self.assertEqual(labels, ["nhd, bf16 KV, fuse_pad off, q/k/v three linears, f32 activations"] * 2 +
+                         ["nhd, bf16 KV, fuse_pad off, q/k/v unfused, one linear into three arrays, f32 activations"])
+
     def test_every_target_has_rows(self):
         per_layout = sum(len(t.layouts or (None,)) for t in perf_table.TARGETS)
         self.assertEqual(len(self.rows), per_layout)
