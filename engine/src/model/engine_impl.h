@@ -125,10 +125,10 @@ void sy_op_end(sy_engine *e, int32_t kind);
 void sy_op_times_collect(sy_engine *e);
 /* Prefixes err with the plugin that failed (kind, name, file) and the op. */
 sy_status sy_op_failed(sy_engine *e, int32_t kind, const char *op, sy_status st, sy_error *err);
-/* y [x rows, n] of y_dtype = x W^T + b, W bf16 [n, x cols], b f32 [n] or NULL. */
 /* One linear whose n[0] + ... columns go to `parts` arrays y[i] of [rows, n[i]] (split_y when parts > 1). */
 sy_status sy_eng_linear_parts(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t parts, const uint32_t *n,
                               void *const *y, int32_t y_dtype, sy_error *err);
+/* y [x rows, n] of y_dtype = x W^T + b, W bf16 [n, x cols], b f32 [n] or NULL. */
 sy_status sy_eng_linear(sy_engine *e, sy_tensor x, void *w, void *b, uint32_t n, void *y, int32_t y_dtype,
                         sy_error *err);
 /* e->normed = rmsnorm(x (+ residual)) * w, padded to `pad` columns; residual (f32) updated in place. */

@@ -1,8 +1,8 @@
 /* One forward of the gpt-oss decoder through the composed plugins. Per layer, exactly:
  *   input add+rmsnorm -> q/k/v linears with bias (one linear over their stacked weights with
  *   linear.fuse_qkv, q, k and v then slices of its rows; unfused, one linear writing three arrays
- *   where the linear plugin declares split_y, else three linears) -> rope (fused with the KV write when composed,
- *   else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
+ *   where the linear plugin declares split_y, else three linears) -> rope (fused with the KV write
+ *   when composed, else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
  *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
  *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
  *   slice -> top-k -> MoE (output trimmed to hidden).
