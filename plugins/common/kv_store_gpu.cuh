@@ -32,6 +32,8 @@
 #ifndef SY_KV_STORE_GPU_CUH
 #define SY_KV_STORE_GPU_CUH
 
+#include <limits.h>
+
 #include "gpu_runtime.h"
 #include "sy_elem_gpu.cuh"
 #include "sy_kv_addr.h"
@@ -390,18 +392,33 @@ typedef struct sy_kv_gpu_block {
 
 /* Fills slot_s[0 .. blk.tokens) and *run_s: 1 when the group's slots are X consecutive slots
  * starting on a multiple of X (then they share one page and one 16-byte V vector per dim). Every
- * thread of the block must call it (it ends with a barrier). */
+ * thread of the block must call it (it ends with a barrier). The first warp reads the slots, one a
+ * lane (a group is at most SY_KV_GPU_MAX_GROUP <= 32 tokens), and decides the run with shuffles, so
+ * that the block's data loads wait on one barrier after the slots' load, not on a second barrier
+ * behind one thread's walk through them. */
 SY_DEV void sy_kv_gpu_block_slots(const sy_kv_gpu_index &ix, const sy_kv_gpu_block &blk, uint32_t vec,
                                   int64_t *slot_s, int *run_s)
 {
-    if (threadIdx.x < blk.tokens)
-        slot_s[threadIdx.x] = sy_kv_gpu_slot(ix, blk.t0 + threadIdx.x);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int run = blk.tokens == vec && slot_s[0] >= 0 && slot_s[0] % vec == 0;
-        for (uint32_t j = 1; j < blk.tokens && run; j++)
-            run = slot_s[j] == slot_s[0] + j;
-        *run_s = run;
+    static_assert(SY_KV_GPU_MAX_GROUP <= 32, "a group's slots fit one warp");
+    if (threadIdx.x < SY_WARP_SIZE) {
+        const uint32_t j = threadIdx.x;
+        const int64_t slot = j < blk.tokens ? sy_kv_gpu_slot(ix, blk.t0 + j) : -1;
+        if (j < blk.tokens)
+            slot_s[j] = slot;
+        if (blk.tokens == vec) {
+            /* a run is slot_j - j equal for every j (then slot_0), not negative and a multiple of X */
+            long long lo = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MAX;
+            long long hi = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MIN;
+            for (int lane_mask = SY_WARP_SIZE / 2; lane_mask > 0; lane_mask /= 2) {
+                const long long lo_other = sy_shfl_xor(lo, lane_mask), hi_other = sy_shfl_xor(hi, lane_mask);
+                lo = lo_other < lo ? lo_other : lo;
+                hi = hi_other > hi ? hi_other : hi;
+            }
+            if (j == 0)
+                *run_s = lo == hi && lo >= 0 && lo % (long long)vec == 0;
+        } else if (j == 0) {
+            *run_s = 0; /* nhd's groups (X = 1) */
+        }
     }
     __syncthreads();
 }
