@@ -396,6 +396,7 @@ typedef struct sy_kv_gpu_block {
  * lane (a group is at most SY_KV_GPU_MAX_GROUP <= 32 tokens), and decides the run with shuffles, so
  * that the block's data loads wait on one barrier after the slots' load, not on a second barrier
  * behind one thread's walk through them. */
+template <int LAYOUT>
 SY_DEV void sy_kv_gpu_block_slots(const sy_kv_gpu_index &ix, const sy_kv_gpu_block &blk, uint32_t vec,
                                   int64_t *slot_s, int *run_s)
 {
@@ -405,7 +406,10 @@ SY_DEV void sy_kv_gpu_block_slots(const sy_kv_gpu_index &ix, const sy_kv_gpu_blo
         const int64_t slot = j < blk.tokens ? sy_kv_gpu_slot(ix, blk.t0 + j) : -1;
         if (j < blk.tokens)
             slot_s[j] = slot;
-        if (blk.tokens == vec) {
+        if (LAYOUT != SY_LAYOUT_VECTORIZED_5D) {
+            if (j == 0)
+                *run_s = 0; /* nhd reads every token by its own slot */
+        } else if (blk.tokens == vec) {
             /* a run is slot_j - j equal for every j (then slot_0), not negative and a multiple of X */
             long long lo = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MAX;
             long long hi = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MIN;
@@ -417,7 +421,7 @@ SY_DEV void sy_kv_gpu_block_slots(const sy_kv_gpu_index &ix, const sy_kv_gpu_blo
             if (j == 0)
                 *run_s = lo == hi && lo >= 0 && lo % (long long)vec == 0;
         } else if (j == 0) {
-            *run_s = 0; /* nhd's groups (X = 1) */
+            *run_s = 0;
         }
     }
     __syncthreads();
@@ -535,7 +539,7 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
     __shared__ int64_t slot_s[SY_KV_GPU_MAX_GROUP];
     __shared__ int run_s;
     const sy_kv_gpu_block blk = sy_kv_gpu_this_block(group, heads_per_block, pool.dims.kv_heads);
-    sy_kv_gpu_block_slots(ix, blk, pool.dims.vec, slot_s, &run_s);
+    sy_kv_gpu_block_slots<LAYOUT>(ix, blk, pool.dims.vec, slot_s, &run_s);
     const uint32_t D = pool.dims.head_dim, H = pool.dims.kv_heads, chunks = (D + PER - 1) / PER;
     const sy_kv_gpu_gather_block g = {pool, dst, ix, blk, slot_s, chunks};
     const uint32_t k_units = blk.tokens * blk.heads * chunks;
