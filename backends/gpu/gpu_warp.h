@@ -21,9 +21,17 @@ struct sy_reduce_max {
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
+/* 64-bit integer minimum and maximum (e.g. "are these slots one run": min == max of slot - lane). */
+struct sy_reduce_min_i64 {
+    __device__ __forceinline__ long long operator()(long long a, long long b) const { return a < b ? a : b; }
+};
+struct sy_reduce_max_i64 {
+    __device__ __forceinline__ long long operator()(long long a, long long b) const { return a > b ? a : b; }
+};
+
 /* Butterfly reduction: every lane ends with the result over the warp. */
-template <typename Op>
-__device__ __forceinline__ float sy_warp_reduce(float value)
+template <typename Op, typename T>
+__device__ __forceinline__ T sy_warp_reduce(T value)
 {
     for (int lane_mask = SY_WARP_SIZE / 2; lane_mask > 0; lane_mask /= 2)
         value = Op()(value, sy_shfl_xor(value, lane_mask));

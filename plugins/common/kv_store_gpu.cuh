@@ -35,6 +35,7 @@
 #include <limits.h>
 
 #include "gpu_runtime.h"
+#include "gpu_warp.h"
 #include "sy_elem_gpu.cuh"
 #include "sy_kv_addr.h"
 
@@ -406,23 +407,16 @@ SY_DEV void sy_kv_gpu_block_slots(const sy_kv_gpu_index &ix, const sy_kv_gpu_blo
         const int64_t slot = j < blk.tokens ? sy_kv_gpu_slot(ix, blk.t0 + j) : -1;
         if (j < blk.tokens)
             slot_s[j] = slot;
-        if (LAYOUT != SY_LAYOUT_VECTORIZED_5D) {
-            if (j == 0)
-                *run_s = 0; /* nhd reads every token by its own slot */
-        } else if (blk.tokens == vec) {
-            /* a run is slot_j - j equal for every j (then slot_0), not negative and a multiple of X */
-            long long lo = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MAX;
-            long long hi = j < blk.tokens ? (long long)(slot - (int64_t)j) : LLONG_MIN;
-            for (int lane_mask = SY_WARP_SIZE / 2; lane_mask > 0; lane_mask /= 2) {
-                const long long lo_other = sy_shfl_xor(lo, lane_mask), hi_other = sy_shfl_xor(hi, lane_mask);
-                lo = lo_other < lo ? lo_other : lo;
-                hi = hi_other > hi ? hi_other : hi;
-            }
-            if (j == 0)
-                *run_s = lo == hi && lo >= 0 && lo % (long long)vec == 0;
-        } else if (j == 0) {
-            *run_s = 0;
+        int run = 0; /* nhd reads every token by its own slot */
+        if (LAYOUT == SY_LAYOUT_VECTORIZED_5D && blk.tokens == vec) {
+            /* a run: slot_j - j the same for every j (then slot_0), not negative, a multiple of X */
+            const long long from = (long long)(slot - (int64_t)j);
+            const long long lo = sy_warp_reduce<sy_reduce_min_i64>(j < blk.tokens ? from : LLONG_MAX);
+            const long long hi = sy_warp_reduce<sy_reduce_max_i64>(j < blk.tokens ? from : LLONG_MIN);
+            run = lo == hi && lo >= 0 && lo % (long long)vec == 0;
         }
+        if (j == 0)
+            *run_s = run;
     }
     __syncthreads();
 }
