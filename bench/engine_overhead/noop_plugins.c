@@ -50,7 +50,7 @@ static const sy_kv_layout_ops kv_ops = {sizeof kv_ops, 0, noop_geometry, noop_wr
 static const sy_attention_caps attn_caps = {
     sizeof attn_caps, 0x3F, 2, {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D}, ALL_DTYPES, ALL_DTYPES, 1, 4096, 1, 1,
     1u << 20, 1, 1024, 1024};
-static const sy_attention_ops attn_ops = {sizeof attn_ops, 0, noop_decode, noop_prefill};
+static const sy_attention_ops attn_ops = {sizeof attn_ops, 0, noop_decode, noop_prefill, NULL};
 static const sy_moe_caps moe_caps = {sizeof moe_caps, SY_MOE_WEIGHTS_MXFP4, SY_MOE_GATE_UP_INTERLEAVE, 256, 1, 1024,
                                      4096, 64, ALL_DTYPES};
 static const sy_moe_ops moe_ops = {sizeof moe_ops, 0, noop_prepared_bytes, noop_prepare, noop_route_ids, noop_forward};

@@ -85,6 +85,8 @@ static void print_composition(const sy_composition *comp)
     printf("  q/k/v      %s\n", d->fused_qkv           ? "one linear (fused)"
                                 : d->qkv_linears == 1 ? "one linear, three arrays (unfused)"
                                                       : "three linears");
+    printf("  extend     %s\n", d->prefill_paged ? "prefill_paged (a later chunk reads its prefix from the pages)"
+                                                 : "kv_layout.gather, then prefill_linear");
     printf("  act dtype  %s between ops (residual stream and logits f32)\n", sy_dtype_name(d->act_dtype));
 }
 
@@ -170,6 +172,8 @@ static void write_json(FILE *f, const sy_config *cfg, const sy_composition *comp
     sy_json_bool(&j, d->fused_qkv);
     sy_json_key(&j, "qkv_linears");
     sy_json_uint(&j, d->qkv_linears);
+    sy_json_key(&j, "prefill_paged");
+    sy_json_bool(&j, d->prefill_paged);
     sy_json_key(&j, "activation_dtype");
     sy_json_string(&j, sy_dtype_name(d->act_dtype));
     sy_json_end_object(&j);

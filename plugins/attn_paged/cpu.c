@@ -151,24 +151,33 @@ static sy_status check_heads(const char *op, const sy_tensor *q, const sy_tensor
     return SY_OK;
 }
 
+/* The pool's addressing (sy_kv_addr.h), for the layouts and store dtypes read here, and the
+ * checks every op over the pool makes first (an initialized context, q and out against it). */
+static sy_status pool_call(const char *op, const void *ctx, const sy_kv_geometry *g, const sy_tensor *q,
+                           const sy_tensor *out, sy_kv_dims *dims, sy_error *err)
+{
+    if (!ctx)
+        return sy_op_fail(err, SY_E_INVALID, "%s: the plugin was not initialized (init gives the context)", op);
+    *dims = sy_kv_dims_of(g);
+    dims->vec = sy_kv_vec_for(g->layout, g->store_dtype);
+    if ((g->layout != SY_LAYOUT_NHD && g->layout != SY_LAYOUT_VECTORIZED_5D) || !kv_element(g->store_dtype))
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: layout %u with store %s is not read here (nhd or vectorized_5d; "
+                          "f32, bf16, fp8_e4m3)", op, g->layout, sy_op_dtype_name(g->store_dtype));
+    if (g->page_size == 0 || dims->vec == 0 || g->page_size % dims->vec || g->head_dim % dims->vec)
+        return sy_op_fail(err, SY_E_INVALID, "%s: page_size %u and head_dim %u must be multiples of X = %u", op,
+                          g->page_size, g->head_dim, dims->vec);
+    return check_heads(op, q, out, g->kv_heads, g->head_dim, err);
+}
+
 static sy_status decode_paged(void *vctx, sy_stream stream, const sy_attn_decode_args *a, sy_error *err)
 {
     static const char op[] = "attn_paged.decode_paged";
     (void)stream;
     attn_paged_ctx *ctx = vctx;
-    if (!ctx)
-        return sy_op_fail(err, SY_E_INVALID, "%s: the plugin was not initialized (init gives the context)", op);
     const sy_kv_geometry *g = &a->geom;
-    sy_kv_dims dims = sy_kv_dims_of(g);
-    dims.vec = sy_kv_vec_for(g->layout, g->store_dtype);
-    if ((g->layout != SY_LAYOUT_NHD && g->layout != SY_LAYOUT_VECTORIZED_5D) || !kv_element(g->store_dtype))
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: layout %u with store %s is not read here (nhd or vectorized_5d; "
-                          "f32, bf16, fp8_e4m3)", op, g->layout, sy_op_dtype_name(g->store_dtype));
-    if (g->page_size == 0 || dims.vec == 0 || g->page_size % dims.vec || g->head_dim % dims.vec)
-        return sy_op_fail(err, SY_E_INVALID, "%s: page_size %u and head_dim %u must be multiples of X = %u", op,
-                          g->page_size, g->head_dim, dims.vec);
     const uint32_t D = g->head_dim, H = g->kv_heads;
-    sy_status st = check_heads(op, &a->q, &a->out, H, D, err);
+    sy_kv_dims dims;
+    sy_status st = pool_call(op, ctx, g, &a->q, &a->out, &dims, err);
     if (st != SY_OK)
         return st;
     if (a->num_splits < 0 || a->num_splits > MAX_SPLITS)
@@ -219,6 +228,66 @@ static void query_range(int64_t lq, int64_t lk, int64_t i, int32_t causal, int32
     *lo = window > 0 && p + 1 > window ? p + 1 - window : 0;
 }
 
+/* Where a prefill's keys lie: linear rows (row0 and the key count from cu_seqlens_k) or a
+ * sequence's pages (its block table row and context length). */
+typedef struct key_source {
+    const int32_t *cu_k;
+    const int32_t *lens, *tables;
+    int64_t lens_stride, table_stride;
+} key_source;
+
+/* Points kv at sequence b's keys; returns how many it has. */
+static int64_t sequence_keys(const key_source *src, int64_t b, sy_attn_kv_view *kv)
+{
+    if (src->cu_k) {
+        kv->row0 = src->cu_k[b];
+        return src->cu_k[b + 1] - src->cu_k[b];
+    }
+    kv->block_table = src->tables + b * src->table_stride;
+    return src->lens[b * src->lens_stride];
+}
+
+/* The ragged batch of queries against `kv`, sequence by sequence: QUERIES_PER_BLOCK queries of a
+ * sequence share each loaded K/V tile. */
+static sy_status prefill_rows(attn_paged_ctx *ctx, const sy_tensor *q, const sy_tensor *out, const sy_tensor *cu_seqlens_q,
+                              const sy_tensor *sinks_t, float scale, int32_t causal, int32_t window, uint32_t H,
+                              sy_attn_kv_view *kv, const key_source *src, sy_error *err)
+{
+    const uint32_t D = kv->head_dim, group = (uint32_t)(q->shape[1] / H), max_rows = QUERIES_PER_BLOCK * group;
+    scratch s;
+    sy_status st = reserve_scratch(ctx, max_rows, 1, D, &s, err);
+    if (st != SY_OK)
+        return st;
+    const int32_t *cu_q = cu_seqlens_q->data;
+    const float *sinks = sinks_t->data;
+    for (int64_t b = 0; b + 1 < cu_seqlens_q->shape[0]; b++) {
+        int64_t q0 = cu_q[b], lq = cu_q[b + 1] - q0, lk = sequence_keys(src, b, kv);
+        for (int64_t i0 = 0; i0 < lq; i0 += QUERIES_PER_BLOCK) {
+            uint32_t nq = (uint32_t)(lq - i0 < QUERIES_PER_BLOCK ? lq - i0 : QUERIES_PER_BLOCK);
+            for (uint32_t h = 0; h < H; h++) {
+                for (uint32_t i = 0; i < nq; i++) {
+                    load_heads(q, q0 + i0 + i, (int64_t)h * group, group, D, s.q + (size_t)i * group * D);
+                    int64_t lo, hi;
+                    query_range(lq, lk, i0 + i, causal, window, &lo, &hi);
+                    for (uint32_t r = 0; r < group; r++) {
+                        s.lo[i * group + r] = lo;
+                        s.hi[i * group + r] = hi;
+                    }
+                }
+                sy_attn_rows rows = {nq * group, s.q, s.lo, s.hi, s.m, s.l, s.acc};
+                sy_attn_cpu_partial(kv, h, &rows, scale, s.core);
+                for (uint32_t row = 0; row < nq * group; row++) {
+                    int64_t head = (int64_t)h * group + row % group;
+                    sy_attn_cpu_combine(1, 1, D, s.m + row, s.l + row, s.acc + (size_t)row * D,
+                                        sinks ? &sinks[head * sinks_t->stride[0]] : NULL, s.out);
+                    store_head(out, q0 + i0 + row / group, head, s.out, D);
+                }
+            }
+        }
+    }
+    return SY_OK;
+}
+
 static sy_status prefill_linear(void *vctx, sy_stream stream, const sy_attn_prefill_args *a, sy_error *err)
 {
     static const char op[] = "attn_paged.prefill_linear";
@@ -233,47 +302,38 @@ static sy_status prefill_linear(void *vctx, sy_stream stream, const sy_attn_pref
     sy_status st = check_heads(op, &a->q, &a->out, H, D, err);
     if (st != SY_OK)
         return st;
-    const uint32_t group = (uint32_t)(a->q.shape[1] / H), max_rows = QUERIES_PER_BLOCK * group;
-    scratch s;
-    if ((st = reserve_scratch(ctx, max_rows, 1, D, &s, err)) != SY_OK)
-        return st;
     float luts[2][256];
     sy_attn_kv_view kv = {.dtype = a->k.dtype, .k = a->k.data, .v = a->v.data, .head_dim = D,
                           .k_strides = {a->k.stride[0], a->k.stride[1]}, .v_strides = {a->v.stride[0], a->v.stride[1]}};
     set_dequant(&kv, a->k_scale, a->v_scale, luts);
-    const int32_t *cu_q = a->cu_seqlens_q.data, *cu_k = a->cu_seqlens_k.data;
-    const float *sinks = a->sinks.data;
-    for (int64_t b = 0; b + 1 < a->cu_seqlens_q.shape[0]; b++) {
-        int64_t q0 = cu_q[b], lq = cu_q[b + 1] - q0, lk = cu_k[b + 1] - cu_k[b];
-        kv.row0 = cu_k[b];
-        for (int64_t i0 = 0; i0 < lq; i0 += QUERIES_PER_BLOCK) {
-            uint32_t nq = (uint32_t)(lq - i0 < QUERIES_PER_BLOCK ? lq - i0 : QUERIES_PER_BLOCK);
-            for (uint32_t h = 0; h < H; h++) {
-                for (uint32_t i = 0; i < nq; i++) {
-                    load_heads(&a->q, q0 + i0 + i, (int64_t)h * group, group, D, s.q + (size_t)i * group * D);
-                    int64_t lo, hi;
-                    query_range(lq, lk, i0 + i, a->causal, a->window, &lo, &hi);
-                    for (uint32_t r = 0; r < group; r++) {
-                        s.lo[i * group + r] = lo;
-                        s.hi[i * group + r] = hi;
-                    }
-                }
-                sy_attn_rows rows = {nq * group, s.q, s.lo, s.hi, s.m, s.l, s.acc};
-                sy_attn_cpu_partial(&kv, h, &rows, a->scale, s.core);
-                for (uint32_t row = 0; row < nq * group; row++) {
-                    int64_t head = (int64_t)h * group + row % group;
-                    sy_attn_cpu_combine(1, 1, D, s.m + row, s.l + row, s.acc + (size_t)row * D,
-                                        sinks ? &sinks[head * a->sinks.stride[0]] : NULL, s.out);
-                    store_head(&a->out, q0 + i0 + row / group, head, s.out, D);
-                }
-            }
-        }
-    }
-    return SY_OK;
+    const key_source src = {.cu_k = a->cu_seqlens_k.data};
+    return prefill_rows(ctx, &a->q, &a->out, &a->cu_seqlens_q, &a->sinks, a->scale, a->causal, a->window, H, &kv, &src,
+                        err);
+}
+
+static sy_status prefill_paged(void *vctx, sy_stream stream, const sy_attn_prefill_paged_args *a, sy_error *err)
+{
+    static const char op[] = "attn_paged.prefill_paged";
+    (void)stream;
+    attn_paged_ctx *ctx = vctx;
+    const sy_kv_geometry *g = &a->geom;
+    const uint32_t D = g->head_dim, H = g->kv_heads;
+    sy_kv_dims dims;
+    sy_status st = pool_call(op, ctx, g, &a->q, &a->out, &dims, err);
+    if (st != SY_OK)
+        return st;
+    float luts[2][256];
+    sy_attn_kv_view kv = {.dtype = g->store_dtype, .k = a->k_cache, .v = a->v_cache, .head_dim = D, .dims = dims};
+    set_dequant(&kv, a->k_scale, a->v_scale, luts);
+    const key_source src = {.lens = a->context_lens.data, .tables = a->block_tables.data,
+                            .lens_stride = a->context_lens.stride[0], .table_stride = a->block_tables.stride[0]};
+    return prefill_rows(ctx, &a->q, &a->out, &a->cu_seqlens_q, &a->sinks, a->scale, a->causal, a->window, H, &kv, &src,
+                        err);
 }
 
 const sy_attention_ops sy_attn_paged_cpu_ops = {
     .struct_size = sizeof(sy_attention_ops),
     .decode_paged = decode_paged,
     .prefill_linear = prefill_linear,
+    .prefill_paged = prefill_paged,
 };

@@ -399,4 +399,4 @@ extern "C" void sy_attn_paged_gpu_emu_prefill_warpgroup(void *vctx, int on)
 #endif
 
 SY_GPU_HOST_TABLE(extern "C" const sy_attention_ops sy_attn_paged_gpu_ops = {
-                      sizeof(sy_attention_ops), 0, decode_paged, prefill_linear});
+                      sizeof(sy_attention_ops), 0, decode_paged, prefill_linear, NULL});

@@ -2,7 +2,8 @@
  * vectorized_5d pools natively (through sy_kv_addr.h), with GQA, sliding window (W keys including
  * the current one), per-head sinks, fp8 K/V with per-tensor scales and split-K partitions combined
  * by log-sum-exp; prefill_linear runs ragged causal batches over contiguous K/V with the same
- * features. Single-threaded; the arithmetic is in plugins/common/attn_cpu_core.h. */
+ * features, and prefill_paged the same batches over the pool's pages (a later chunk's prefix read
+ * where it lies). Single-threaded; the arithmetic is in plugins/common/attn_cpu_core.h. */
 #include "attn_paged.h"
 
 #include "switchyard/plugin.h"
@@ -12,6 +13,7 @@
 /* gpu.cu: the same ops on the device, for head dims up to 128 (the kernels' tile sizes). */
 #define ATTN_PAGED_HEAD_DIM_MAX 128
 #define ATTN_PAGED_DESCRIPTION "paged attention on the GPU: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#define ATTN_PAGED_PREFILL_PAGED 0u
 #if defined(SY_PLUGIN_GPU_FRONT)
 #include "sy_gpu_front.h"
 SY_GPU_FRONT_INIT(attn_paged_front_init, SY_KIND_ATTENTION, "attn_paged")
@@ -32,12 +34,13 @@ void sy_attn_paged_gpu_fini(void *ctx);
 #define ATTN_PAGED_FINI sy_attn_paged_cpu_fini
 #define ATTN_PAGED_HEAD_DIM_MAX 1024
 #define ATTN_PAGED_DESCRIPTION "reference paged attention on the host: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
+#define ATTN_PAGED_PREFILL_PAGED SY_ATTN_PREFILL_PAGED
 #endif
 
 static const sy_attention_caps attn_paged_caps = {
     .struct_size = sizeof(sy_attention_caps),
     .features = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |
-                SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE,
+                SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE | ATTN_PAGED_PREFILL_PAGED,
     .n_layouts = 2,
     .layouts = {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D},
     .kv_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16) | SY_DTYPE_BIT(SY_DTYPE_FP8_E4M3),

@@ -125,13 +125,14 @@ SY_GPU_FORWARD(, sy_gpu_front_moe_route, sy_moe_ops, route, sy_moe_route_args)
 SY_GPU_FORWARD(, sy_gpu_front_moe_forward, sy_moe_ops, forward, sy_moe_forward_args)
 SY_GPU_FORWARD(static, attention_decode_paged, sy_attention_ops, decode_paged, sy_attn_decode_args)
 SY_GPU_FORWARD(static, attention_prefill_linear, sy_attention_ops, prefill_linear, sy_attn_prefill_args)
+SY_GPU_FORWARD(static, attention_prefill_paged, sy_attention_ops, prefill_paged, sy_attn_prefill_paged_args)
 SY_GPU_FORWARD(static, norm_rmsnorm, sy_norm_ops, rmsnorm, sy_norm_args)
 SY_GPU_FORWARD(static, rope_rope, sy_rope_ops, rope, sy_rope_args)
 SY_GPU_FORWARD(static, rope_kv_write, sy_rope_ops, rope_kv_write, sy_rope_kv_write_args)
 SY_GPU_FORWARD(static, linear_linear, sy_linear_ops, linear, sy_linear_args)
 
 const sy_attention_ops sy_gpu_front_attention_ops = {sizeof(sy_attention_ops), 0, attention_decode_paged,
-                                                     attention_prefill_linear};
+                                                     attention_prefill_linear, attention_prefill_paged};
 const sy_norm_ops sy_gpu_front_norm_ops = {sizeof(sy_norm_ops), 0, norm_rmsnorm};
 const sy_rope_ops sy_gpu_front_rope_ops = {sizeof(sy_rope_ops), 0, rope_rope, rope_kv_write};
 const sy_linear_ops sy_gpu_front_linear_ops = {sizeof(sy_linear_ops), 0, linear_linear};

@@ -1,6 +1,7 @@
 /* attn_paged prefill_linear on ragged batches against the double-precision reference (causal with
  * the cached-prefix position convention, window, sinks, f32 / bf16 / fp8 K/V), and extend with a
- * prefix composed as gather + prefill_linear against attention over the whole sequence. */
+ * prefix composed as gather + prefill_linear, and as prefill_paged over the pool, against attention
+ * over the whole sequence. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -267,13 +268,28 @@ static void check_extend(uint32_t layout, int32_t dtype, uint32_t P, int32_t win
     extend_request r = {kv_plugin_for(layout), attn_plugin(), attn_ctx(), &c.pool.geom, c.pool.k, c.pool.v,
                         c.pool.k_scale, c.pool.v_scale, B, cu_k, c.seqs.slots, cu_all,
                         sy_tensor_contiguous(q_all, SY_DTYPE_F32, 3, s_all),
-                        sy_tensor_contiguous(out_all, SY_DTYPE_F32, 3, s_all), c.sinks, c.scale, window};
+                        sy_tensor_contiguous(out_all, SY_DTYPE_F32, 3, s_all), c.sinks, c.scale, window, 0,
+                        c.seqs.block_tables, c.seqs.max_blocks};
     sy_error err = {{0}};
     ck_assert_msg(extend_with_prefix(&r, &err) == SY_OK, "full sequence: %s", err.msg);
     r.cu_q = cu_new;
     r.q = sy_tensor_contiguous(q_new, SY_DTYPE_F32, 3, s_new);
     r.out = sy_tensor_contiguous(out_new, SY_DTYPE_F32, 3, s_new);
     ck_assert_msg(extend_with_prefix(&r, &err) == SY_OK, "extend: %s", err.msg);
+    /* The same chunk read from the pages: the keys are visited in the same tiles of absolute
+     * positions, so the result is the gathered one bit for bit. */
+    float *out_paged = malloc((size_t)cu_new[B] * qrow * sizeof *out_paged);
+    sy_poison_f32(out_paged, (size_t)cu_new[B] * qrow);
+    extend_request paged = r;
+    paged.out = sy_tensor_contiguous(out_paged, SY_DTYPE_F32, 3, s_new);
+    paged.paged = 1;
+    paged.block_tables = c.seqs.block_tables;
+    paged.max_blocks = c.seqs.max_blocks;
+    ck_assert_msg(extend_with_prefix(&paged, &err) == SY_OK, "extend from the pages: %s", err.msg);
+    ck_assert_msg(memcmp(out_paged, out_new, (size_t)cu_new[B] * qrow * sizeof *out_new) == 0,
+                  "prefill_paged differs from gather + prefill_linear (layout %u, store %d, page %u, window %d)",
+                  layout, dtype, P, window);
+    free(out_paged);
 
     double *ref = malloc(qrow * sizeof *ref);
     float *dec = malloc((size_t)B * qrow * sizeof *dec);

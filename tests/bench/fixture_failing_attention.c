@@ -24,6 +24,6 @@ static sy_status prefill(void *ctx, sy_stream stream, const sy_attn_prefill_args
 }
 
 static const sy_attention_caps caps = CONF_ATTENTION_CAPS_ALL;
-static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill};
+static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill, NULL};
 
 CONF_FIXTURE_ENTRY(SY_KIND_ATTENTION, "attn_paged", &caps, &ops, NULL, NULL)

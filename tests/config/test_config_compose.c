@@ -269,6 +269,54 @@ START_TEST(rule3_fused_rope_kv_write)
 }
 END_TEST
 
+START_TEST(rule7_prefill_paged)
+{
+    /* auto: the default attention (fx_attn_nhd) declares no prefill_paged: later chunks gather. */
+    composed r = compose_text("q.yaml", "backend: cpu\n");
+    expect_count(&r.d, 0);
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
+    const char *why = "gather (attention.prefill_paged = auto): fx_attn_nhd declares no prefill_paged; kv_layout.gather "
+                      "copies each sequence's prefix and chunk to contiguous rows, then attention.prefill_linear";
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why, why);
+    char *text = explain_text(&r);
+    ck_assert_ptr_nonnull(strstr(text, why));
+    free(text);
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n");
+    expect_count(&r.d, 0);
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 1);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
+                     "paged (attention.prefill_paged = auto): fx_attn_paged reads a later chunk's prefix from the nhd "
+                     "pool's pages, nothing gathered");
+    composed_free(&r);
+
+    /* on: a requirement of the attention match. */
+    r = compose_text("q.yaml", "attention:\n  prefill_paged: on\n");
+    expect_count(&r.d, 0);
+    ck_assert_str_eq(chosen(&r, SY_KIND_ATTENTION), "fx_attn_paged");
+    ck_assert_str_eq(reason_of(&r, SY_KIND_ATTENTION, "fx_attn_nhd"),
+                     "declares no prefill_paged, needed by attention.prefill_paged on");
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 1);
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_nhd\n  prefill_paged: on\n");
+    expect_count(&r.d, 1);
+    expect_diag(&r.d, 0, SY_SEV_ERROR, "q.yaml", 2, 11,
+                "attention.plugin fx_attn_nhd cannot serve this config: it declares no prefill_paged, needed by "
+                "attention.prefill_paged on (attention.prefill_paged = on from q.yaml:3:3)");
+    composed_free(&r);
+
+    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n  prefill_paged: off\n");
+    expect_count(&r.d, 0);
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
+                     "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's prefix and chunk "
+                     "to contiguous rows, then attention.prefill_linear");
+    composed_free(&r);
+}
+END_TEST
+
 START_TEST(rule6_fused_qkv_linear)
 {
     /* auto: the default attention (fx_attn_nhd, the higher rank) declares no row_stride. */
@@ -731,6 +779,7 @@ static Suite *suite(void)
     tcase_add_test(t, rule4_fused_add_rmsnorm_pad);
     tcase_add_test(t, rule5_max_tp_bounds_parallel_tp);
     tcase_add_test(t, rule6_fused_qkv_linear);
+    tcase_add_test(t, rule7_prefill_paged);
     tcase_add_loop_test(t, match_refusals_name_plugin_reason_and_key, 0, (int)(sizeof refusals / sizeof refusals[0]));
     tcase_add_test(t, explicit_choices_are_never_fallbacks);
     tcase_add_test(t, explain_lists_keys_slots_and_reasons);

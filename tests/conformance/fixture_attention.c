@@ -32,7 +32,9 @@ static const sy_attention_caps caps = {
     .max_tp = 1,
 };
 #else
-static const sy_attention_caps caps = CONF_ATTENTION_CAPS_ALL;
+/* Every feature of the plugin it wraps, prefill_paged included, so that conformance runs the planted
+ * defect through each op. */
+static const sy_attention_caps caps = CONF_ATTENTION_CAPS_ALL_PAGED_PREFILL;
 #endif
 
 /* The call as the fixture passes it on: without sinks, a wider window, or q rounded into `scratch`. */
@@ -97,6 +99,19 @@ static sy_status prefill(void *ctx, sy_stream stream, const sy_attn_prefill_args
     return st;
 }
 
-static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill};
+static sy_status prefill_paged(void *ctx, sy_stream stream, const sy_attn_prefill_paged_args *a, sy_error *err)
+{
+    const conf_wrapped *w = ctx;
+    sy_attn_prefill_paged_fn *inner = sy_attention_prefill_paged(w->desc->ops);
+    sy_attn_prefill_paged_args copy = *a;
+    float *scratch;
+    sy_status st = adjust(&copy.q, &copy.sinks, &copy.window, a->geom.store_dtype, &scratch, err);
+    if (st == SY_OK)
+        st = inner ? inner(w->ctx, stream, &copy, err) : SY_E_UNSUPPORTED;
+    free(scratch);
+    return st;
+}
+
+static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill, prefill_paged};
 
 CONF_FIXTURE_ENTRY(SY_KIND_ATTENTION, CONF_FIXTURE_NAME, &caps, &ops, conf_wrapped_init, conf_wrapped_fini)

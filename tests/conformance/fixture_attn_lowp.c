@@ -214,6 +214,6 @@ static sy_status prefill(void *ctx, sy_stream stream, const sy_attn_prefill_args
     return SY_OK;
 }
 
-static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill};
+static const sy_attention_ops ops = {sizeof(sy_attention_ops), 0, decode, prefill, NULL};
 
 CONF_FIXTURE_ENTRY(SY_KIND_ATTENTION, CONF_FIXTURE_NAME, &caps, &ops, NULL, NULL)

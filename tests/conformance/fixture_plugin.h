@@ -31,12 +31,14 @@
     }
 
 /* Attention caps declaring everything the suite exercises (both in-tree layouts, every KV and q
- * dtype, any head dim and page size, every feature). */
-#define CONF_ATTENTION_CAPS_ALL                                                                                 \
+ * dtype, any head dim and page size, every feature; prefill_paged where the fixture has it). */
+#define CONF_ATTENTION_CAPS_ALL CONF_ATTENTION_CAPS_FEATURES(0u)
+#define CONF_ATTENTION_CAPS_ALL_PAGED_PREFILL CONF_ATTENTION_CAPS_FEATURES(SY_ATTN_PREFILL_PAGED)
+#define CONF_ATTENTION_CAPS_FEATURES(extra)                                                                     \
     {                                                                                                           \
         .struct_size = sizeof(sy_attention_caps),                                                               \
         .features = SY_ATTN_DECODE_PAGED | SY_ATTN_PREFILL_LINEAR | SY_ATTN_SLIDING_WINDOW | SY_ATTN_SINKS |    \
-                    SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE,                                  \
+                    SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K | SY_ATTN_ROW_STRIDE | (extra),                        \
         .n_layouts = 2, .layouts = {SY_LAYOUT_NHD, SY_LAYOUT_VECTORIZED_5D},                                    \
         .kv_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16) | SY_DTYPE_BIT(SY_DTYPE_FP8_E4M3), \
         .q_dtypes = SY_DTYPE_BIT(SY_DTYPE_F32) | SY_DTYPE_BIT(SY_DTYPE_BF16), .head_dim_min = 1,                 \

@@ -58,6 +58,7 @@ typedef struct variant {
     int fuse_qkv; /* 0: three q/k/v linears; 1: linear.fuse_qkv; 2: unfused, one linear writing three arrays */
     int32_t act;  /* model.dtype; 0 = f32 */
     uint32_t top_k; /* experts a token takes; 0 = the preset's */
+    int gather_prefix; /* 1: a later chunk gathers its prefix (attention.prefill_paged off); 0: prefill_paged */
 } variant;
 
 static sy_model_dims variant_dims(const variant *v)
@@ -96,6 +97,7 @@ static sy_plan make_plan(const variant *v, uint64_t seed)
     p.pad_multiple = v->pad;
     p.fuse_qkv = v->fuse_qkv == 1;
     p.qkv_split_y = v->fuse_qkv == 2;
+    p.prefill_paged = !v->gather_prefix;
     p.act_dtype = v->act;
     p.pool_tokens = v->pool_tokens;
     p.swa_pool_tokens = v->swa_pool_tokens;
@@ -224,14 +226,14 @@ static void run_and_check(const variant *v, double tol)
 
 START_TEST(prefill_only_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 2, 21, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
 
 START_TEST(prefill_and_decode_match_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 13, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -241,7 +243,7 @@ END_TEST
  * element. Most rows still agree to 1e-6; over 26 seeds the largest was 3.3e-3. */
 START_TEST(bf16_kv_matches_reference)
 {
-    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, SY_DTYPE_BF16, 2, 19, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, 2e-2);
 }
 END_TEST
@@ -250,7 +252,7 @@ static const uint32_t chunks[] = {1, 7, 0};
 
 START_TEST(chunked_prefill_matches_reference)
 {
-    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_separated", 0, 0, SY_DTYPE_F32, 2, 19, 4, chunks[_i], 0, 0, 0, 0, 0, 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -277,7 +279,7 @@ static void assert_identical(const variant *a, const variant *b)
 START_TEST(nhd_and_vectorized_5d_identical)
 {
     /* _i 1: over a synthetic context, which both layouts must hold alike. */
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 23, 6, 8, 0, _i, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.kv = "kv_vectorized_5d";
     assert_identical(&a, &b);
@@ -286,7 +288,7 @@ END_TEST
 
 START_TEST(interleave_and_separated_identical)
 {
-    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.moe = "moe_mxfp4_separated";
     assert_identical(&a, &b);
@@ -295,16 +297,28 @@ END_TEST
 
 START_TEST(fuse_pad_on_and_off_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_interleave", 0, 0, 0, 2, 17, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.pad = 256;
     assert_identical(&a, &b);
 }
 END_TEST
 
+/* A later chunk's prefix read from the pages or gathered to contiguous rows: the same keys in the
+ * same tiles of absolute positions, so the same logits bit for bit (_i 1: vectorized_5d, fp8 KV). */
+START_TEST(prefill_paged_and_gather_identical)
+{
+    variant a = {_i ? "kv_vectorized_5d" : "kv_nhd", "moe_mxfp4_interleave", _i, 0, _i ? SY_DTYPE_FP8_E4M3 : 0, 3, 41,
+                 4, 7, 0, 0, 0, 0, _i, 0, 0, 0};
+    variant b = a;
+    b.gather_prefix = 1;
+    assert_identical(&a, &b);
+}
+END_TEST
+
 START_TEST(fused_rope_kv_write_identical)
 {
-    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0, 0, 0, 0};
+    variant a = {"kv_vectorized_5d", "moe_mxfp4_separated", 0, 0, 0, 2, 17, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0};
     variant b = a;
     b.fuse_rope = 1;
     assert_identical(&a, &b);
@@ -320,7 +334,7 @@ END_TEST
 START_TEST(fused_qkv_linear_matches_reference)
 {
     variant v = {layouts[_i >> 2], "moe_mxfp4_interleave", (_i >> 1) & 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0,
-                 1 + (_i & 1), 0, 0};
+                 1 + (_i & 1), 0, 0, 0};
     run_and_check(&v, F32_KV_TOLERANCE);
 }
 END_TEST
@@ -342,7 +356,7 @@ static int by_value(const void *a, const void *b)
 START_TEST(bf16_activations_match_reference)
 {
     variant v = {layouts[_i >> 1], "moe_mxfp4_separated", 1, 0, SY_DTYPE_F32, 2, 19, 5, 7, 0, 0, 0, 0, _i & 1,
-                 SY_DTYPE_BF16, 0};
+                 SY_DTYPE_BF16, 0, 0};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -369,7 +383,7 @@ START_TEST(bf16_activations_without_routing_choices_match_reference)
     /* Both layouts, each with q/k/v as one linear and as three, and both MoE tile layouts: every
      * path the routed test above judges only by its median is held position by position here. */
     variant v = {layouts[_i >> 1], _i & 1 ? "moe_mxfp4_separated" : "moe_mxfp4_interleave", 1, 0, SY_DTYPE_F32, 2, 19,
-                 5, 7, 0, 0, 0, 0, _i & 1, SY_DTYPE_BF16, 0};
+                 5, 7, 0, 0, 0, 0, _i & 1, SY_DTYPE_BF16, 0, 0};
     v.top_k = tiny().experts;
     run_and_check(&v, BF16_ACT_NO_ROUTING_TOLERANCE);
 }
@@ -379,7 +393,7 @@ START_TEST(swa_pool_bounded_by_window)
 {
     /* 200 decode steps with a 16-token window and pages of 16: at most ceil((16-1+1)/16)+1 pages per
      * sequence are ever live in the sliding pool, however long the decode. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 5, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     result r;
     sy_error err = {{0}};
     ck_assert_msg(run_variant(&v, sy_test_seed(), &r, &err) == SY_OK, "%s", err.msg);
@@ -404,7 +418,7 @@ START_TEST(pool_exhaustion_is_a_clear_error)
 {
     /* 32 pool tokens = 2 pages of 16: sequence 0 takes both for its 20-token prompt, sequence 1
      * finds none. The message names what was needed, what the pool holds and the keys to raise. */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 30, 0, 32, 0, 0, 0, 0, 0, 0, 0};
     static const char *const parts[] = {"KV pool exhausted: sequence 1 needs 20 tokens (2 pages of 16)",
                                         "all 2 pages (32 tokens)", "the workload needs 8 pages (128 tokens)",
                                         "kv_cache.pool_tokens", "kv_cache.memory_budget_mib"};
@@ -415,7 +429,7 @@ END_TEST
 START_TEST(swa_pool_exhaustion_is_a_clear_error)
 {
     /* A sliding pool of one page cannot hold a 20-token prompt (window 16, pages of 16). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 2, 20, 4, 0, 0, 0, 0, 16, 0, 0, 0, 0};
     static const char *const parts[] = {"sliding-window KV pool exhausted: sequence 0 needs a page for 20 tokens",
                                         "all 1 pages (16 tokens)", "window of 16 tokens", "kv_cache.swa_pool_tokens"};
     expect_pool_error(&v, parts, sizeof parts / sizeof parts[0]);
@@ -452,7 +466,7 @@ START_TEST(synthetic_context_decode_matches_reference)
      * table naming a wrong page, a slot map off by a page or a context written to the wrong slots
      * changes these logits. An f32 pool holds the bf16 context exactly and leaves only f32
      * rounding between the two (F32_KV_TOLERANCE). vectorized_5d runs with linear.fuse_qkv. */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0, _i, 0, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, SY_DTYPE_F32, 3, 37, 6, 8, 0, 1, 1, 0, _i, 0, 0, 0};
     uint64_t seed = sy_test_seed();
     result r;
     sy_error err = {{0}};
@@ -513,7 +527,7 @@ START_TEST(synthetic_context_pool_is_the_definition)
     /* The pools after a synthetic fill: the same bytes for one seed, other bytes for another, and
      * read back through the layout's own gather, every live position of every layer and sequence
      * holds exactly its defined K and V (bf16, bit for bit). */
-    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0, 0, 0, 0};
+    variant v = {layouts[_i], "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 2, 8, 0, 1, 0, 0, 0, 0, 0, 0};
     uint64_t seed = sy_test_seed();
     sy_engine *a = synthetic_engine(&v, seed, 11), *b = synthetic_engine(&v, seed, 11);
     sy_engine *other = synthetic_engine(&v, seed, 12);
@@ -612,7 +626,7 @@ START_TEST(synthetic_context_pages_as_a_prefill_leaves_them)
      * context equal those a real chunked prefill of the same shape leaves, and still do after a
      * decode step on each. */
     uint32_t chunk = (uint32_t[]){8, 5, 0}[_i];
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 0, 0, 0, 3, 37, 4, chunk, 0, 1, 0, 0, 0, 0, 0, 0};
     variant pv = v;
     pv.synthetic = 0;
     uint64_t seed = sy_test_seed();
@@ -676,7 +690,7 @@ START_TEST(decode_step_copies_and_waits_once)
      * sequence gained or lost a page. 20 steps over pages of 16 cross page boundaries, so steps
      * with and without page changes are both counted. The tokens are those the host chooses from
      * the logits (the path a checkpoint callback takes). */
-    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0, 0, 0, 0};
+    variant v = {"kv_nhd", "moe_mxfp4_interleave", 1, 0, 0, 2, 37, 20, 8, 0, _i == 0, 1, 0, 0, 0, 0, 0};
     /* No checkpoint callback: it copies every layer's output back, as A/B needs. */
     sy_plan p = make_plan(&v, sy_test_seed());
     sy_engine *e = NULL;
@@ -716,6 +730,7 @@ static Suite *suite(void)
     tcase_add_test(t, interleave_and_separated_identical);
     tcase_add_test(t, fuse_pad_on_and_off_identical);
     tcase_add_test(t, fused_rope_kv_write_identical);
+    tcase_add_loop_test(t, prefill_paged_and_gather_identical, 0, 2);
     tcase_add_loop_test(t, fused_qkv_linear_matches_reference, 0, 8);
     tcase_add_loop_test(t, bf16_activations_match_reference, 0, 4);
     tcase_add_loop_test(t, bf16_activations_without_routing_choices_match_reference, 0, 4);

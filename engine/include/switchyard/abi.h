@@ -11,9 +11,10 @@
 #include <stdint.h>
 
 #define SY_ABI_MAJOR 1u
-#define SY_ABI_MINOR 4u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows;
+#define SY_ABI_MINOR 5u /* 1.1: sy_backend_desc.synth_fill; 1.2: sy_backend_desc.greedy_rows;
                            1.3: SY_ATTN_ROW_STRIDE; 1.4: sy_linear_caps.features (SY_LINEAR_SPLIT_Y),
-                           sy_linear_args.n_y_parts and y_parts */
+                           sy_linear_args.n_y_parts and y_parts; 1.5: SY_ATTN_PREFILL_PAGED,
+                           sy_attention_ops.prefill_paged */
 
 /* True when a struct of the given struct_size contains `member` entirely. */
 #define SY_HAS_MEMBER(struct_size, type, member) \

@@ -51,7 +51,10 @@ typedef enum sy_attention_feature {
     SY_ATTN_SPLIT_K = 1u << 5,        /* decode split over the context, log-sum-exp combine */
     /* ABI 1.3: q and out (and prefill_linear's k, v) rows with any stride(0) at least the packed
      * row: the engine's q, k and v are then slices of one fused QKV projection's rows. */
-    SY_ATTN_ROW_STRIDE = 1u << 6
+    SY_ATTN_ROW_STRIDE = 1u << 6,
+    /* ABI 1.5: prefill_paged over the pool, natively in `layouts` (a later prefill chunk then reads
+     * its prefix where it lies instead of a gather to contiguous rows). */
+    SY_ATTN_PREFILL_PAGED = 1u << 7
 } sy_attention_feature;
 
 #define SY_MAX_CAPS_LAYOUTS 8

@@ -171,12 +171,48 @@ typedef struct sy_attn_prefill_args {
     uint32_t reserved1;
 } sy_attn_prefill_args;
 
+/* ABI 1.5: a ragged batch of new query tokens against K/V read natively from the paged pool, as
+ * decode_paged reads it (no gather to contiguous rows first). Sequence b's queries are rows
+ * cu_seqlens_q[b] .. cu_seqlens_q[b+1] of q; its keys are positions 0 .. context_lens[b] - 1 of
+ * its pages, the queries' own K/V already written; with Lq queries and Lk = context_lens[b] >= Lq
+ * keys, query i sits at position Lk - Lq + i, as in prefill_linear. A windowed call reads only the
+ * pages its queries' windows cover (a sliding-window table holds 0 for freed pages). */
+typedef struct sy_attn_prefill_paged_args {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    sy_kv_geometry geom;
+    sy_tensor q;             /* [Tq, Hq, D] */
+    sy_tensor out;           /* [Tq, Hq, D], same dtype as q */
+    const void *k_cache;
+    const void *v_cache;
+    sy_tensor block_tables;  /* int32 [B, max_blocks]: page ids of each sequence, in order */
+    sy_tensor context_lens;  /* int32 [B]: keys per sequence, this call's queries included */
+    sy_tensor cu_seqlens_q;  /* int32 [B + 1] */
+    sy_tensor sinks;         /* optional f32 [Hq] */
+    float scale;
+    int32_t causal;          /* 1: key j visible to query at position p only if j <= p */
+    int32_t window;          /* 0 = off; W: keys p - W + 1 .. p */
+    float k_scale;           /* fp8 pools: dequant scales (1 = unit); ignored for bf16 / f32 */
+    float v_scale;
+    uint32_t reserved1;
+} sy_attn_prefill_paged_args;
+
+typedef sy_status sy_attn_prefill_paged_fn(void *ctx, sy_stream stream, const sy_attn_prefill_paged_args *args,
+                                           sy_error *err);
+
 typedef struct sy_attention_ops {
     uint32_t struct_size;
     uint32_t reserved0;
     sy_status (*decode_paged)(void *ctx, sy_stream stream, const sy_attn_decode_args *args, sy_error *err);
     sy_status (*prefill_linear)(void *ctx, sy_stream stream, const sy_attn_prefill_args *args, sy_error *err);
+    sy_attn_prefill_paged_fn *prefill_paged; /* ABI 1.5: read through sy_attention_prefill_paged */
 } sy_attention_ops;
+
+/* The plugin's prefill_paged, or NULL where its ops table predates ABI 1.5 or leaves it out. */
+static inline sy_attn_prefill_paged_fn *sy_attention_prefill_paged(const sy_attention_ops *ops)
+{
+    return SY_HAS_MEMBER(ops->struct_size, sy_attention_ops, prefill_paged) ? ops->prefill_paged : NULL;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* moe                                                                                         */

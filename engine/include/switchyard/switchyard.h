@@ -158,6 +158,8 @@ typedef struct sy_engine_info {
     int32_t act_dtype;          /* sy_dtype of activations between ops (model.dtype) */
     uint32_t qkv_linears;       /* linear calls a layer makes for q, k and v: 1, or 3 where unfused q, k and v
                                    come from a linear plugin without split_y */
+    uint32_t prefill_paged;     /* 1: a later prefill chunk reads its prefix from the pool's pages
+                                   (attention.prefill_paged); 0: gather, then prefill_linear */
 } sy_engine_info;
 
 SY_API const sy_engine_info *sy_engine_get_info(const sy_engine_handle *h);

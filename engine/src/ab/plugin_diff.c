@@ -45,6 +45,8 @@ static char *decision(const sy_compose_decisions *d, int which)
         return sy_strdup(d->fused_qkv           ? "fused (one linear)"
                          : d->qkv_linears == 1 ? "off (one linear, three arrays)"
                                                : "off (three linears)");
+    case 4:
+        return sy_strdup(d->prefill_paged ? "paged (prefill_paged)" : "gather + prefill_linear");
     default:
         return d->kv_dtype == SY_DTYPE_FP8_E4M3 ? sy_asprintf("k %g, v %g", d->k_scale, d->v_scale)
                                                 : sy_strdup("none (not fp8)");
@@ -71,7 +73,8 @@ void sy_ab_plugin_diff(const sy_composition *a, const sy_composition *b, sy_ab_r
         }
         finish_row(row);
     }
-    static const char *const decisions[] = {"kv cache", "rope+kv write", "norm pad", "q/k/v linear", "fp8 scales"};
+    static const char *const decisions[] = {"kv cache",     "rope+kv write", "norm pad",
+                                            "q/k/v linear", "later chunks",  "fp8 scales"};
     for (int k = 0; k < (int)(sizeof decisions / sizeof decisions[0]); k++) {
         row = add_row(r, decisions[k]);
         for (int s = 0; s < SY_AB_SIDES; s++)

@@ -75,6 +75,7 @@ static void fill_info(sy_engine_handle *h)
         .fused_qkv = d->fused_qkv ? 1u : 0u,
         .act_dtype = d->act_dtype,
         .qkv_linears = d->qkv_linears,
+        .prefill_paged = d->prefill_paged ? 1u : 0u,
     };
     h->chunk_ids = sy_xcalloc((size_t)h->limits.batch * (h->limits.chunk ? h->limits.chunk : 1), sizeof *h->chunk_ids);
 }

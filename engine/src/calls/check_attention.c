@@ -1,4 +1,4 @@
-/* Call-boundary checks of attention.decode_paged and attention.prefill_linear (checks.h). */
+/* Call-boundary checks of attention.decode_paged, prefill_linear and prefill_paged (checks.h). */
 #include <math.h>
 #include <stdio.h>
 
@@ -49,50 +49,62 @@ static sy_status check_fp8_scales(const char *op, int32_t kv_dtype, float k_scal
     return SY_OK;
 }
 
-sy_status sy_check_decode_args(const sy_attn_decode_args *a, const int32_t *block_tables_host,
-                               const int32_t *context_lens_host, sy_error *err)
+/* What decode_paged and prefill_paged share: the pool's geometry and pointers, q / out / sinks
+ * against it, the scalars and the fp8 scales. */
+static sy_status check_pool_call(const char *op, const sy_kv_geometry *g, const sy_tensor *q, const sy_tensor *out,
+                                 const sy_tensor *sinks, float scale, int32_t window, float k_scale, float v_scale,
+                                 const void *k_cache, const void *v_cache, sy_error *err)
 {
-    const char *op = "attention.decode_paged";
-    const sy_kv_geometry *g = &a->geom;
     sy_status st;
-    if ((st = sy_call_check_args_size(op, a->struct_size, sizeof(sy_attn_decode_args), err)) != SY_OK)
-        return st;
     if ((st = sy_check_kv_geometry(op, g, err)) != SY_OK ||
-        (st = check_q_out_sinks(op, &a->q, &a->out, &a->sinks, g->kv_heads, g->head_dim, err)) != SY_OK ||
-        (st = check_common_scalars(op, a->scale, a->window, err)) != SY_OK ||
-        (st = check_fp8_scales(op, g->store_dtype, a->k_scale, a->v_scale, err)) != SY_OK)
+        (st = check_q_out_sinks(op, q, out, sinks, g->kv_heads, g->head_dim, err)) != SY_OK ||
+        (st = check_common_scalars(op, scale, window, err)) != SY_OK ||
+        (st = check_fp8_scales(op, g->store_dtype, k_scale, v_scale, err)) != SY_OK)
         return st;
-    if (a->num_splits < 0)
-        return sy_fail(err, SY_E_INVALID, "%s: num_splits %d is negative (0 = the plugin chooses)", op, a->num_splits);
-    if (!a->k_cache || !a->v_cache)
+    if (!k_cache || !v_cache)
         return sy_fail(err, SY_E_INVALID, "%s: k_cache or v_cache is NULL", op);
-    int64_t B = a->q.shape[0];
+    return SY_OK;
+}
+
+/* block_tables int32 [B, max_blocks] and context_lens int32 [B] with their host copies: every
+ * length non-negative and at least the sequence's queries (queries_host: cu_seqlens_q, or NULL for
+ * one query each), and every page the queries read inside the pool. Only the pages their (windowed)
+ * keys cover are read: a sliding-window table holds 0 for freed pages. */
+static sy_status check_pages(const char *op, const sy_kv_geometry *g, const sy_tensor *block_tables,
+                             const sy_tensor *context_lens, int64_t B, int32_t window, const int32_t *block_tables_host,
+                             const int32_t *context_lens_host, const int32_t *queries_host, sy_error *err)
+{
     int64_t want_bt[2] = {B, SY_CALL_ANY}, want_b[1] = {B};
-    if ((st = sy_call_check_tensor(op, "block_tables", &a->block_tables, SY_CALL_INDEX_DTYPES, 2, want_bt, err)) !=
-            SY_OK ||
-        (st = sy_call_check_packed(op, "block_tables", &a->block_tables, 1, err)) != SY_OK ||
-        (st = sy_call_check_tensor(op, "context_lens", &a->context_lens, SY_CALL_INDEX_DTYPES, 1, want_b, err)) !=
-            SY_OK ||
-        (st = sy_call_check_packed(op, "context_lens", &a->context_lens, 0, err)) != SY_OK)
+    sy_status st;
+    if ((st = sy_call_check_tensor(op, "block_tables", block_tables, SY_CALL_INDEX_DTYPES, 2, want_bt, err)) != SY_OK ||
+        (st = sy_call_check_packed(op, "block_tables", block_tables, 1, err)) != SY_OK ||
+        (st = sy_call_check_tensor(op, "context_lens", context_lens, SY_CALL_INDEX_DTYPES, 1, want_b, err)) != SY_OK ||
+        (st = sy_call_check_packed(op, "context_lens", context_lens, 0, err)) != SY_OK)
         return st;
     if (B > 0 && (!block_tables_host || !context_lens_host))
         return sy_fail(err, SY_E_INVALID, "%s: no host copy of block_tables or context_lens to check", op);
-    int64_t max_blocks = a->block_tables.shape[1], row_stride = a->block_tables.stride[0];
+    int64_t max_blocks = block_tables->shape[1], row_stride = block_tables->stride[0];
     uint64_t P = g->page_size;
     for (int64_t b = 0; b < B; b++) {
-        int64_t len = context_lens_host[b];
+        int64_t len = context_lens_host[b], lq = queries_host ? queries_host[b + 1] - queries_host[b] : 1;
         if (len < 0)
             return sy_fail(err, SY_E_INVALID, "%s: context_lens[%lld] = %lld is negative", op, (long long)b,
                            (long long)len);
+        if (queries_host && len < lq)
+            return sy_fail(err, SY_E_INVALID,
+                           "%s: sequence %lld has %lld queries but context_lens %lld; queries are the last Lq of its "
+                           "keys",
+                           op, (long long)b, (long long)lq, (long long)len);
         int64_t pages = (int64_t)(((uint64_t)len + P - 1) / P);
         if (pages > max_blocks)
             return sy_fail(err, SY_E_INVALID,
                            "%s: context_lens[%lld] = %lld needs %lld pages of %llu, block_tables has %lld columns", op,
                            (long long)b, (long long)len, (long long)pages, (unsigned long long)P,
                            (long long)max_blocks);
-        /* Only the pages the (windowed) context covers are read: an SWA table holds 0 for freed pages. */
-        int64_t first_key = a->window > 0 && len > a->window ? len - a->window : 0;
-        for (int64_t j = first_key / (int64_t)P; j < pages; j++) {
+        /* The first query's window starts the keys read (decode: its one query). */
+        int64_t first_pos = len - (lq > 0 ? lq : 1);
+        int64_t first_key = window > 0 && first_pos + 1 > window ? first_pos + 1 - window : 0;
+        for (int64_t j = first_key / (int64_t)P; lq > 0 && j < pages; j++) {
             int64_t page = block_tables_host[b * row_stride + j];
             if (page < 1 || page >= (int64_t)g->num_pages)
                 return sy_fail(err, SY_E_INVALID,
@@ -102,6 +114,34 @@ sy_status sy_check_decode_args(const sy_attn_decode_args *a, const int32_t *bloc
                                (long long)len);
         }
     }
+    return SY_OK;
+}
+
+sy_status sy_check_decode_args(const sy_attn_decode_args *a, const int32_t *block_tables_host,
+                               const int32_t *context_lens_host, sy_error *err)
+{
+    const char *op = "attention.decode_paged";
+    sy_status st;
+    if ((st = sy_call_check_args_size(op, a->struct_size, sizeof(sy_attn_decode_args), err)) != SY_OK ||
+        (st = check_pool_call(op, &a->geom, &a->q, &a->out, &a->sinks, a->scale, a->window, a->k_scale, a->v_scale,
+                              a->k_cache, a->v_cache, err)) != SY_OK)
+        return st;
+    if (a->num_splits < 0)
+        return sy_fail(err, SY_E_INVALID, "%s: num_splits %d is negative (0 = the plugin chooses)", op, a->num_splits);
+    return check_pages(op, &a->geom, &a->block_tables, &a->context_lens, a->q.shape[0], a->window, block_tables_host,
+                       context_lens_host, NULL, err);
+}
+
+/* causal 0 or 1, and cu_seqlens_q an int32 [B + 1] tensor: both prefill forms. */
+static sy_status check_causal_cu_q(const char *op, int32_t causal, const sy_tensor *cu_seqlens_q, sy_error *err)
+{
+    if (causal != 0 && causal != 1)
+        return sy_fail(err, SY_E_INVALID, "%s: causal = %d, expected 0 or 1", op, causal);
+    int64_t any[1] = {SY_CALL_ANY};
+    sy_status st;
+    if ((st = sy_call_check_tensor(op, "cu_seqlens_q", cu_seqlens_q, SY_CALL_INDEX_DTYPES, 1, any, err)) != SY_OK ||
+        (st = sy_call_check_packed(op, "cu_seqlens_q", cu_seqlens_q, 0, err)) != SY_OK)
+        return st;
     return SY_OK;
 }
 
@@ -143,11 +183,7 @@ sy_status sy_check_prefill_args(const sy_attn_prefill_args *a, const int32_t *cu
         (st = check_common_scalars(op, a->scale, a->window, err)) != SY_OK ||
         (st = check_fp8_scales(op, a->k.dtype, a->k_scale, a->v_scale, err)) != SY_OK)
         return st;
-    if (a->causal != 0 && a->causal != 1)
-        return sy_fail(err, SY_E_INVALID, "%s: causal = %d, expected 0 or 1", op, a->causal);
-    int64_t any[1] = {SY_CALL_ANY};
-    if ((st = sy_call_check_tensor(op, "cu_seqlens_q", &a->cu_seqlens_q, SY_CALL_INDEX_DTYPES, 1, any, err)) != SY_OK ||
-        (st = sy_call_check_packed(op, "cu_seqlens_q", &a->cu_seqlens_q, 0, err)) != SY_OK)
+    if ((st = check_causal_cu_q(op, a->causal, &a->cu_seqlens_q, err)) != SY_OK)
         return st;
     int64_t want_cu[1] = {a->cu_seqlens_q.shape[0]};
     if ((st = sy_call_check_tensor(op, "cu_seqlens_k", &a->cu_seqlens_k, SY_CALL_INDEX_DTYPES, 1, want_cu, err)) !=
@@ -171,4 +207,26 @@ sy_status sy_check_prefill_args(const sy_attn_prefill_args *a, const int32_t *cu
                            op, (long long)b, (long long)lq, (long long)lk);
     }
     return SY_OK;
+}
+
+sy_status sy_check_prefill_paged_args(const sy_attn_prefill_paged_args *a, const int32_t *block_tables_host,
+                                      const int32_t *context_lens_host, const int32_t *cu_q, sy_error *err)
+{
+    const char *op = "attention.prefill_paged";
+    sy_status st;
+    if ((st = sy_call_check_args_size(op, a->struct_size, sizeof(sy_attn_prefill_paged_args), err)) != SY_OK ||
+        (st = check_pool_call(op, &a->geom, &a->q, &a->out, &a->sinks, a->scale, a->window, a->k_scale, a->v_scale,
+                              a->k_cache, a->v_cache, err)) != SY_OK)
+        return st;
+    if ((st = check_causal_cu_q(op, a->causal, &a->cu_seqlens_q, err)) != SY_OK)
+        return st;
+    int64_t B = a->cu_seqlens_q.shape[0] - 1;
+    if (B < 0)
+        return sy_fail(err, SY_E_INVALID, "%s: cu_seqlens_q is empty; it holds B + 1 offsets", op);
+    if (!cu_q)
+        return sy_fail(err, SY_E_INVALID, "%s: no host copy of cu_seqlens_q to check", op);
+    if ((st = check_cu_values(op, "cu_seqlens_q", cu_q, B, a->q.shape[0], err)) != SY_OK)
+        return st;
+    return check_pages(op, &a->geom, &a->block_tables, &a->context_lens, B, a->window, block_tables_host,
+                       context_lens_host, cu_q, err);
 }

@@ -63,6 +63,23 @@ static sy_status attention_common(const sy_plugin_desc *p, const char *op, int32
     return SY_OK;
 }
 
+/* The pool a paged op reads: its layout among those read natively, its page size in range. */
+static sy_status pool_caps(const sy_plugin_desc *p, const char *op, const sy_kv_geometry *g, sy_error *err)
+{
+    const sy_attention_caps *c = p->caps;
+    int reads_layout = 0;
+    for (uint32_t i = 0; i < c->n_layouts && i < SY_MAX_CAPS_LAYOUTS; i++)
+        reads_layout |= c->layouts[i] == g->layout;
+    if (!reads_layout)
+        return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) does not read layout %s natively", op, p->name,
+                       p->backend, sy_layout_name(g->layout));
+    if (!in_range(g->page_size, c->page_size_min, c->page_size_max, c->page_size_multiple))
+        return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) supports page sizes %u..%u (multiple of %u), not %u",
+                       op, p->name, p->backend, c->page_size_min, c->page_size_max, c->page_size_multiple,
+                       g->page_size);
+    return SY_OK;
+}
+
 sy_status sy_check_decode_caps(const sy_plugin_desc *p, const sy_attn_decode_args *a, sy_error *err)
 {
     const char *op = "attention.decode_paged";
@@ -73,19 +90,27 @@ sy_status sy_check_decode_caps(const sy_plugin_desc *p, const sy_attn_decode_arg
     const sy_attention_ops *o = p->ops;
     if (!(c->features & SY_ATTN_DECODE_PAGED) || !o->decode_paged)
         return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) has no decode_paged", op, p->name, p->backend);
-    int reads_layout = 0;
-    for (uint32_t i = 0; i < c->n_layouts && i < SY_MAX_CAPS_LAYOUTS; i++)
-        reads_layout |= c->layouts[i] == a->geom.layout;
-    if (!reads_layout)
-        return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) does not read layout %s natively", op, p->name,
-                       p->backend, sy_layout_name(a->geom.layout));
-    if (!in_range(a->geom.page_size, c->page_size_min, c->page_size_max, c->page_size_multiple))
-        return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) supports page sizes %u..%u (multiple of %u), not %u",
-                       op, p->name, p->backend, c->page_size_min, c->page_size_max, c->page_size_multiple,
-                       a->geom.page_size);
+    if ((st = pool_caps(p, op, &a->geom, err)) != SY_OK)
+        return st;
     if (a->num_splits > 1 && !(c->features & SY_ATTN_SPLIT_K))
         return sy_fail(err, SY_E_UNSUPPORTED, "%s: num_splits %d, but plugin %s (%s) does not declare split_k", op,
                        a->num_splits, p->name, p->backend);
+    return attention_common(p, op, a->geom.store_dtype, a->q.dtype, a->geom.head_dim, a->q.shape[1],
+                            a->geom.kv_heads, a->window, a->sinks.data != NULL,
+                            rows_padded(&a->q) || rows_padded(&a->out), err);
+}
+
+sy_status sy_check_prefill_paged_caps(const sy_plugin_desc *p, const sy_attn_prefill_paged_args *a, sy_error *err)
+{
+    const char *op = "attention.prefill_paged";
+    sy_status st = need_kind(p, SY_KIND_ATTENTION, err);
+    if (st != SY_OK)
+        return st;
+    const sy_attention_caps *c = p->caps;
+    if (!(c->features & SY_ATTN_PREFILL_PAGED) || !sy_attention_prefill_paged(p->ops))
+        return sy_fail(err, SY_E_UNSUPPORTED, "%s: plugin %s (%s) has no prefill_paged", op, p->name, p->backend);
+    if ((st = pool_caps(p, op, &a->geom, err)) != SY_OK)
+        return st;
     return attention_common(p, op, a->geom.store_dtype, a->q.dtype, a->geom.head_dim, a->q.shape[1],
                             a->geom.kv_heads, a->window, a->sinks.data != NULL,
                             rows_padded(&a->q) || rows_padded(&a->out), err);

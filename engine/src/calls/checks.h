@@ -48,11 +48,19 @@ sy_status sy_check_decode_args(const sy_attn_decode_args *args, const int32_t *b
 sy_status sy_check_prefill_args(const sy_attn_prefill_args *args, const int32_t *cu_seqlens_q_host,
                                 const int32_t *cu_seqlens_k_host, sy_error *err);
 
+/* attention.prefill_paged: q/out/sinks as prefill_linear's, the pool's geometry, cu_seqlens_q (host copy
+ * cu_q), and block_tables / context_lens as decode_paged checks them, each sequence's context at
+ * least its queries and the pages its first query's window starts at inside the pool. */
+sy_status sy_check_prefill_paged_args(const sy_attn_prefill_paged_args *args, const int32_t *block_tables_host,
+                                      const int32_t *context_lens_host, const int32_t *cu_q, sy_error *err);
+
 /* The call against the plugin's declared caps: decode_paged declared, the layout read natively,
  * store / q dtypes, head dim and page size ranges, GQA ratio, and the features the call uses
  * (window, sinks, fp8 scales, more than one split). */
 sy_status sy_check_decode_caps(const sy_plugin_desc *plugin, const sy_attn_decode_args *args, sy_error *err);
 sy_status sy_check_prefill_caps(const sy_plugin_desc *plugin, const sy_attn_prefill_args *args, sy_error *err);
+sy_status sy_check_prefill_paged_caps(const sy_plugin_desc *plugin, const sy_attn_prefill_paged_args *args,
+                                      sy_error *err);
 
 /* kv_layout write / gather against the layout plugin's caps: same layout id, store and source
  * dtypes, slot map support. */

@@ -323,6 +323,7 @@ static void read_need(sy_compose_need *n, const sy_config *cfg)
     n->fuse_kv_on = strcmp(sy_config_str(cfg, "rope.fuse_kv_write"), "on") == 0;
     n->fuse_pad_on = strcmp(sy_config_str(cfg, "norm.fuse_pad"), "on") == 0;
     n->fuse_qkv_on = strcmp(sy_config_str(cfg, "linear.fuse_qkv"), "on") == 0;
+    n->prefill_paged_on = strcmp(sy_config_str(cfg, "attention.prefill_paged"), "on") == 0;
 }
 
 /* Rule 1's default: an unset page size is the chosen kv_layout plugin's. */
@@ -467,6 +468,33 @@ static void decide_qkv_fusion(sy_composition *c, const sy_config *cfg, const sy_
                                      mode, q + 2 * k, q, k, k, kv->plugin->name, attn->plugin->name);
 }
 
+/* How a later prefill chunk reads its prefix. `on` made prefill_paged a requirement of the
+ * attention slot's match. */
+static void decide_prefill_paged(sy_composition *c, const sy_config *cfg, const sy_compose_need *need)
+{
+    const char *mode = sy_config_str(cfg, "attention.prefill_paged");
+    const sy_registry_entry *attn = c->slots[SY_KIND_ATTENTION].chosen;
+    static const char gather[] = "kv_layout.gather copies each sequence's prefix and chunk to contiguous rows, then "
+                                 "attention.prefill_linear";
+    if (strcmp(mode, "off") == 0) {
+        c->d.prefill_paged_why = sy_asprintf("gather (attention.prefill_paged = off): %s", gather);
+        return;
+    }
+    if (!attn) {
+        c->d.prefill_paged_why = sy_asprintf("gather (attention.prefill_paged = %s): no attention plugin", mode);
+        return;
+    }
+    if (!(((const sy_attention_caps *)attn->plugin->caps)->features & SY_ATTN_PREFILL_PAGED)) {
+        c->d.prefill_paged_why = sy_asprintf("gather (attention.prefill_paged = %s): %s declares no prefill_paged; %s",
+                                             mode, attn->plugin->name, gather);
+        return;
+    }
+    c->d.prefill_paged = 1;
+    c->d.prefill_paged_why = sy_asprintf("paged (attention.prefill_paged = %s): %s reads a later chunk's prefix from "
+                                         "the %s pool's pages, nothing gathered",
+                                         mode, attn->plugin->name, sy_layout_name(need->layout));
+}
+
 static void fill_scales(sy_composition *c, const sy_config *cfg)
 {
     int fp8 = c->d.kv_dtype == SY_DTYPE_FP8_E4M3;
@@ -508,6 +536,7 @@ sy_composition *sy_compose(const sy_registry *reg, sy_config *cfg, sy_diags *d)
         c->d.fused_rope_kv_why = sy_strdup("undecided: no backend");
         c->d.fuse_pad_why = sy_strdup("undecided: no backend");
         c->d.fused_qkv_why = sy_strdup("undecided: no backend");
+        c->d.prefill_paged_why = sy_strdup("undecided: no backend");
         return c;
     }
     choose_slot(c, reg, cfg, &need, SY_KIND_KV_LAYOUT, d);
@@ -525,6 +554,7 @@ sy_composition *sy_compose(const sy_registry *reg, sy_config *cfg, sy_diags *d)
     decide_rope_fusion(c, cfg, &need);
     decide_pad_fusion(c, cfg, &need, d);
     decide_qkv_fusion(c, cfg, &need);
+    decide_prefill_paged(c, cfg, &need);
     for (size_t i = 0; i < SY_COMPOSE_SLOTS; i++)
         if (!c->slots[listed_order[i]].chosen)
             c->ok = 0;
@@ -546,6 +576,7 @@ void sy_composition_free(sy_composition *c)
     free((char *)c->d.fused_rope_kv_why);
     free((char *)c->d.fuse_pad_why);
     free((char *)c->d.fused_qkv_why);
+    free((char *)c->d.prefill_paged_why);
     free(c);
 }
 

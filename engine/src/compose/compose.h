@@ -15,6 +15,8 @@
  *   5 every declared max_tp bounds parallel.tp.
  *   6 one linear for q, k and v (their rows' slices read downstream): attention with
  *     SY_ATTN_ROW_STRIDE, kv_layout with SY_KV_FEAT_ANY_TOKEN_STRIDE (linear.fuse_qkv on / auto / off).
+ *   7 a later prefill chunk reads its prefix from the pool's pages: attention with
+ *     SY_ATTN_PREFILL_PAGED (attention.prefill_paged on / auto / off; else gather + prefill_linear).
  * Nothing here runs plugin code except kv_layout ops.geometry, which the ABI makes callable
  * before init for exactly this purpose. */
 #ifndef SY_COMPOSE_H
@@ -51,6 +53,8 @@ typedef struct sy_compose_decisions {
     uint32_t qkv_linears;    /* linear calls a layer makes for q, k and v: 1 (fused, or one linear writing
                                 three arrays through the linear plugin's split_y), else 3 */
     const char *fused_qkv_why;
+    int prefill_paged;       /* 1: a later prefill chunk runs attention.prefill_paged over the pool */
+    const char *prefill_paged_why;
 } sy_compose_decisions;
 
 /* Composes; every problem goes to *diags at the key that caused it. Writes derived defaults back

@@ -66,5 +66,6 @@ void sy_composition_explain(const sy_composition *c, const sy_config *cfg, FILE 
     fprintf(f, "  rope + KV write: %s\n", d->fused_rope_kv_why ? d->fused_rope_kv_why : "undecided");
     fprintf(f, "  add + RMSNorm + pad: %s\n", d->fuse_pad_why ? d->fuse_pad_why : "undecided");
     fprintf(f, "  q/k/v linear: %s\n", d->fused_qkv_why ? d->fused_qkv_why : "undecided");
+    fprintf(f, "  later prefill chunks: %s\n", d->prefill_paged_why ? d->prefill_paged_why : "undecided");
     fprintf(f, "\nresult: %s\n", sy_composition_ok(c) ? "ok" : "errors (see the diagnostics)");
 }

@@ -184,6 +184,9 @@ static int match_attention(const sy_compose_need *n, const sy_plugin_desc *d, sy
     /* Rule 6 (attention half). */
     if (n->fuse_qkv_on && !(c->features & SY_ATTN_ROW_STRIDE))
         return refuse(why, key, "linear.fuse_qkv", "declares no row_stride, needed by linear.fuse_qkv on");
+    if (n->prefill_paged_on && !(c->features & SY_ATTN_PREFILL_PAGED))
+        return refuse(why, key, "attention.prefill_paged",
+                      "declares no prefill_paged, needed by attention.prefill_paged on");
     /* Rule 5. */
     if (n->tp > c->max_tp)
         return refuse(why, key, "parallel.tp", "is correct up to max_tp %u, not parallel.tp %u", c->max_tp, n->tp);

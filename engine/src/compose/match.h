@@ -22,6 +22,7 @@ typedef struct sy_compose_need {
     int fuse_kv_on;           /* rope.fuse_kv_write == on */
     int fuse_pad_on;          /* norm.fuse_pad == on */
     int fuse_qkv_on;          /* linear.fuse_qkv == on */
+    int prefill_paged_on;     /* attention.prefill_paged == on */
     const sy_moe_caps *moe;   /* the chosen MoE's caps (norm's pad check needs its alignment), or NULL */
 } sy_compose_need;
 

@@ -9,6 +9,9 @@
  *                           and W + 1.
  *   attention.prefill_linear  ragged causal (or not) batches over contiguous K/V, with and without a
  *                           cached prefix (Lk > Lq), window and sinks.
+ *   attention.prefill_paged  the decode cases' pools, tables and contexts with a chunk of the last
+ *                           Lq tokens of each sequence as queries (causal; Lq of 1, a page and
+ *                           more, the whole context), for plugins that declare prefill_paged.
  * Sinks are drawn from [1, 7): large enough that a plugin ignoring them misses the tolerance by far
  * even at the longest contexts. */
 #include <math.h>
@@ -222,9 +225,18 @@ static void decode_name(char *buf, size_t len, const void *row, const void *user
              s->splits, s->row_pad ? "/rowstride" : "");
 }
 
+/* The queries of sequence b at the end of its context: one for decode, a chunk for prefill_paged
+ * (chunk NULL: decode). */
+static int32_t chunk_of(const decode_shape *s, const int32_t *chunk, uint32_t b)
+{
+    int32_t len = s->ctx->len[b];
+    return chunk ? (chunk[b] < len ? chunk[b] : len) : 1;
+}
+
 /* Pages of each sequence scattered over the pool: block_tables [B, max_blocks], 0 where a page is
- * past the context or wholly before the window (an SWA table's freed pages). */
-static int32_t *make_block_tables(sy_conf_case *c, const decode_shape *s, uint32_t num_pages, uint32_t max_blocks)
+ * past the context or wholly before the first query's window (an SWA table's freed pages). */
+static int32_t *make_block_tables(sy_conf_case *c, const decode_shape *s, const int32_t *chunk, uint32_t num_pages,
+                                  uint32_t max_blocks)
 {
     const uint32_t P = s->page_size;
     int32_t *bt = sy_conf_case_host(c, (size_t)s->ctx->batch * max_blocks * sizeof(int32_t));
@@ -232,9 +244,9 @@ static int32_t *make_block_tables(sy_conf_case *c, const decode_shape *s, uint32
     sy_conf_shuffle_u32(&c->rng, perm, num_pages - 1);
     uint32_t next = 0;
     for (uint32_t b = 0; b < s->ctx->batch; b++) {
-        int32_t len = s->ctx->len[b];
+        int32_t len = s->ctx->len[b], first_pos = len - chunk_of(s, chunk, b);
         uint32_t pages = ((uint32_t)len + P - 1) / P;
-        uint32_t first = s->window > 0 && len > s->window ? (uint32_t)(len - s->window) / P : 0;
+        uint32_t first = s->window > 0 && first_pos + 1 > s->window ? (uint32_t)(first_pos + 1 - s->window) / P : 0;
         for (uint32_t j = 0; j < max_blocks; j++)
             bt[b * max_blocks + j] = j < pages && j >= first ? (int32_t)(1 + perm[next + j]) : 0;
         next += pages;
@@ -263,41 +275,101 @@ static void amplify_window_edges(const decode_shape *s, const int32_t *bt, uint3
     }
 }
 
-static void decode_case(sy_conf_case *c, const void *row, const void *user)
+/* A prefill_paged case: a decode shape and the chunk of each sequence's last tokens it queries. */
+typedef struct prefill_paged_shape {
+    decode_shape base;
+    int32_t chunk[MAX_BATCH];
+} prefill_paged_shape;
+
+/* The call of either op over one pool: decode_paged (chunk NULL), or prefill_paged. */
+typedef struct paged_call {
+    sy_attn_decode_args d;
+    sy_attn_prefill_paged_args p;
+} paged_call;
+
+static sy_status paged_caps(const sy_plugin_desc *desc, const paged_call *a, const int32_t *chunk, sy_error *err)
 {
-    const decode_shape *s = row;
-    uint32_t layout = *(const uint32_t *)user;
+    return chunk ? sy_check_prefill_paged_caps(desc, &a->p, err) : sy_check_decode_caps(desc, &a->d, err);
+}
+
+static sy_status paged_args(const paged_call *a, const int32_t *chunk, const int32_t *bt, const int32_t *lens,
+                            const int32_t *cu_q, sy_error *err)
+{
+    return chunk ? sy_check_prefill_paged_args(&a->p, bt, lens, cu_q, err) : sy_check_decode_args(&a->d, bt, lens, err);
+}
+
+static sy_status paged_run(const sy_plugin_desc *desc, void *ctx, sy_stream stream, const paged_call *a,
+                           const int32_t *chunk, sy_error *err)
+{
+    if (!chunk)
+        return ((const sy_attention_ops *)desc->ops)->decode_paged(ctx, stream, &a->d, err);
+    sy_attn_prefill_paged_fn *fn = sy_attention_prefill_paged(desc->ops);
+    return fn ? fn(ctx, stream, &a->p, err) : SY_E_UNSUPPORTED;
+}
+
+/* Fills both forms of the call from the decode form's fields; the prefill form adds cu_seqlens_q
+ * and causal. */
+static void paged_sync(paged_call *a, sy_tensor cu_q)
+{
+    sy_attn_prefill_paged_args *p = &a->p;
+    const sy_attn_decode_args *d = &a->d;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->geom = d->geom;
+    p->q = d->q;
+    p->out = d->out;
+    p->k_cache = d->k_cache;
+    p->v_cache = d->v_cache;
+    p->block_tables = d->block_tables;
+    p->context_lens = d->context_lens;
+    p->cu_seqlens_q = cu_q;
+    p->sinks = d->sinks;
+    p->scale = d->scale;
+    p->causal = 1;
+    p->window = d->window;
+    p->k_scale = d->k_scale;
+    p->v_scale = d->v_scale;
+}
+
+static void paged_case(sy_conf_case *c, const decode_shape *s, uint32_t layout, const int32_t *chunk)
+{
     const heads *h = &HEADS[s->heads];
     const uint32_t P = s->page_size, B = s->ctx->batch;
+    const char *op = chunk ? "prefill_paged" : "decode_paged";
     uint32_t used = 0, max_blocks = 0;
+    int32_t cu_q[MAX_BATCH + 1] = {0};
     for (uint32_t b = 0; b < B; b++) {
         uint32_t pages = ((uint32_t)s->ctx->len[b] + P - 1) / P;
         used += pages;
         max_blocks = pages > max_blocks ? pages : max_blocks;
+        cu_q[b + 1] = cu_q[b] + chunk_of(s, chunk, b);
     }
     max_blocks += 1;
     uint32_t num_pages = used + 4; /* the padding page and three no sequence owns */
+    const int64_t Tq = cu_q[B];
 
     /* Caps first, on the geometry the call will carry. */
     sy_conf_pool pool;
     sy_error err = {{0}};
-    sy_attn_decode_args a;
+    paged_call a;
     memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    int64_t q_shape[3] = {B, h->hq, h->d}, bt_shape[2] = {B, max_blocks}, b_shape[1] = {B}, hq_shape[1] = {h->hq};
+    a.d.struct_size = sizeof a.d;
+    int64_t q_shape[3] = {Tq, h->hq, h->d}, bt_shape[2] = {B, max_blocks}, b_shape[1] = {B}, hq_shape[1] = {h->hq},
+            cu_shape[1] = {B + 1};
     static int32_t placeholder;
-    a.q = sy_tensor_contiguous(&placeholder, s->q, 3, q_shape);
+    a.d.q = sy_tensor_contiguous(&placeholder, s->q, 3, q_shape);
     if (s->row_pad)
-        a.q.stride[0] += ROW_PAD;
-    a.sinks = s->sinks ? sy_tensor_contiguous(&placeholder, SY_DTYPE_F32, 1, hq_shape) : a.sinks;
-    a.window = s->window;
-    a.num_splits = s->splits;
-    a.geom.layout = layout;
-    a.geom.store_dtype = s->kv;
-    a.geom.page_size = P;
-    a.geom.head_dim = h->d;
-    a.geom.kv_heads = h->hkv;
-    sy_status cst = sy_check_decode_caps(c->target->p.desc, &a, &err);
+        a.d.q.stride[0] += ROW_PAD;
+    a.d.sinks = s->sinks ? sy_tensor_contiguous(&placeholder, SY_DTYPE_F32, 1, hq_shape) : a.d.sinks;
+    a.d.window = s->window;
+    a.d.num_splits = s->splits;
+    a.d.geom.layout = layout;
+    a.d.geom.store_dtype = s->kv;
+    a.d.geom.page_size = P;
+    a.d.geom.head_dim = h->d;
+    a.d.geom.kv_heads = h->hkv;
+    paged_sync(&a, (sy_tensor){0});
+    sy_status cst = paged_caps(c->target->p.desc, &a, chunk, &err);
     if (cst == SY_E_UNSUPPORTED) {
         sy_conf_case_unsupported(c, "%s", err.msg);
         return;
@@ -311,7 +383,7 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
     int64_t T = (int64_t)(num_pages - 1) * P;
     size_t n = (size_t)T * h->hkv * h->d;
     float *k = sy_conf_case_random(c, n, F32, 1.0), *v = sy_conf_case_random(c, n, F32, 1.0);
-    int32_t *bt = make_block_tables(c, s, num_pages, max_blocks);
+    int32_t *bt = make_block_tables(c, s, chunk, num_pages, max_blocks);
     amplify_window_edges(s, bt, max_blocks, (size_t)h->hkv * h->d, v);
     int32_t *slots = sy_conf_case_host(c, (size_t)T * sizeof(int32_t));
     for (int64_t t = 0; t < T; t++)
@@ -321,52 +393,100 @@ static void decode_case(sy_conf_case *c, const void *row, const void *user)
         return;
     int32_t *lens = sy_conf_case_host(c, B * sizeof(int32_t));
     memcpy(lens, s->ctx->len, B * sizeof(int32_t));
+    int32_t *cq = sy_conf_case_host(c, sizeof cu_q);
+    memcpy(cq, cu_q, sizeof cu_q);
     queries qs;
-    make_queries(c, B, h, s->q, s->sinks, &qs);
+    make_queries(c, Tq, h, s->q, s->sinks, &qs);
 
     /* Reference on the host. */
-    a.geom = pool.geom;
-    a.scale = softmax_scale(h->d);
-    a.k_scale = pool.k_scale;
-    a.v_scale = pool.v_scale;
-    a.block_tables = sy_tensor_contiguous(bt, SY_DTYPE_I32, 2, bt_shape);
-    a.context_lens = sy_tensor_contiguous(lens, SY_DTYPE_I32, 1, b_shape);
-    a.sinks = qs.sinks ? sy_tensor_contiguous(qs.sinks, SY_DTYPE_F32, 1, hq_shape) : a.sinks;
-    sy_attn_decode_args ra = a;
+    a.d.geom = pool.geom;
+    a.d.scale = softmax_scale(h->d);
+    a.d.k_scale = pool.k_scale;
+    a.d.v_scale = pool.v_scale;
+    a.d.block_tables = sy_tensor_contiguous(bt, SY_DTYPE_I32, 2, bt_shape);
+    a.d.context_lens = sy_tensor_contiguous(lens, SY_DTYPE_I32, 1, b_shape);
+    a.d.sinks = qs.sinks ? sy_tensor_contiguous(qs.sinks, SY_DTYPE_F32, 1, hq_shape) : a.d.sinks;
+    paged_call ra = a;
     const sy_conf_plugin_ctx *ref = sy_conf_case_reference(c, SY_KIND_ATTENTION, "attn_paged");
     if (!ref)
         return;
     void *ref_out = sy_conf_case_host(c, qs.q_bytes);
-    ra.q = sy_tensor_contiguous(qs.q, s->q, 3, q_shape);
-    ra.out = sy_tensor_contiguous(ref_out, s->q, 3, q_shape);
-    ra.k_cache = pool.k;
-    ra.v_cache = pool.v;
-    const sy_attention_ops *ref_ops = ref->desc->ops;
-    if (!reference_caps(c, sy_check_decode_caps(ref->desc, &ra, &err), &err) ||
+    ra.d.q = sy_tensor_contiguous(qs.q, s->q, 3, q_shape);
+    ra.d.out = sy_tensor_contiguous(ref_out, s->q, 3, q_shape);
+    ra.d.k_cache = pool.k;
+    ra.d.v_cache = pool.v;
+    paged_sync(&ra, sy_tensor_contiguous(cq, SY_DTYPE_I32, 1, cu_shape));
+    char what[64];
+    snprintf(what, sizeof what, "reference %s", op);
+    if (!reference_caps(c, paged_caps(ref->desc, &ra, chunk, &err), &err) ||
         !sy_conf_case_call(c, "conformance suite: host check of the reference call",
-                           sy_check_decode_args(&ra, bt, lens, &err), &err) ||
-        !sy_conf_case_call(c, "reference decode_paged", ref_ops->decode_paged(ref->ctx, NULL, &ra, &err), &err))
+                           paged_args(&ra, chunk, bt, lens, cq, &err), &err) ||
+        !sy_conf_case_call(c, what, paged_run(ref->desc, ref->ctx, NULL, &ra, chunk, &err), &err))
         return;
 
     /* The plugin on its backend. */
-    sy_attn_decode_args ta = ra;
-    ta.q = upload_rows(c, ra.q, s->row_pad);
-    ta.out = output_rows(c, ra.out, s->row_pad);
-    ta.k_cache = sy_conf_case_upload(c, pool.k, pool.k_bytes);
-    ta.v_cache = sy_conf_case_upload(c, pool.v, pool.v_bytes);
-    ta.block_tables.data = sy_conf_case_upload(c, bt, (size_t)B * max_blocks * sizeof(int32_t));
-    ta.context_lens.data = sy_conf_case_upload(c, lens, B * sizeof(int32_t));
+    paged_call ta = ra;
+    ta.d.q = upload_rows(c, ra.d.q, s->row_pad);
+    ta.d.out = output_rows(c, ra.d.out, s->row_pad);
+    ta.d.k_cache = sy_conf_case_upload(c, pool.k, pool.k_bytes);
+    ta.d.v_cache = sy_conf_case_upload(c, pool.v, pool.v_bytes);
+    ta.d.block_tables.data = sy_conf_case_upload(c, bt, (size_t)B * max_blocks * sizeof(int32_t));
+    ta.d.context_lens.data = sy_conf_case_upload(c, lens, B * sizeof(int32_t));
     if (qs.sinks)
-        ta.sinks.data = sy_conf_case_upload(c, qs.sinks, h->hq * sizeof(float));
-    if (!sy_conf_case_ok(c) ||
-        !sy_conf_case_call(c, "host check of decode_paged", sy_check_decode_args(&ta, bt, lens, &err), &err) ||
+        ta.d.sinks.data = sy_conf_case_upload(c, qs.sinks, h->hq * sizeof(float));
+    sy_tensor ta_cu = ra.p.cu_seqlens_q;
+    ta_cu.data = sy_conf_case_upload(c, cq, sizeof cu_q);
+    paged_sync(&ta, ta_cu);
+    snprintf(what, sizeof what, "host check of %s", op);
+    if (!sy_conf_case_ok(c) || !sy_conf_case_call(c, what, paged_args(&ta, chunk, bt, lens, cq, &err), &err) ||
         !sy_conf_case_op_begin(c))
         return;
-    const sy_attention_ops *ops = c->target->p.desc->ops;
-    if (!sy_conf_case_op_end(c, "decode_paged", ops->decode_paged(c->target->p.ctx, c->target->p.side->stream, &ta, &err),
+    if (!sy_conf_case_op_end(c, op, paged_run(c->target->p.desc, c->target->p.ctx, c->target->p.side->stream, &ta, chunk,
+                                              &err),
                              &err))
         return;
-    compare_out(c, &ta.out, ref_out, B, h, s->q, s->kv);
+    compare_out(c, &ta.d.out, ref_out, Tq, h, s->q, s->kv);
+}
+
+static void decode_case(sy_conf_case *c, const void *row, const void *user)
+{
+    paged_case(c, row, *(const uint32_t *)user, NULL);
+}
+
+/* Chunks of 1 to a few hundred queries, some a whole context, some crossing a page or a window. */
+static const prefill_paged_shape PREFILL_PAGED[] = {
+    {{GPT_OSS, BF16, BF16, 16, &CTX1000, 0, 1, 0, 1, 0}, {37, 1, 64, 77}},
+    {{GPT_OSS, BF16, F32, 64, &CTX1000, 128, 1, 0, 1, 0}, {200, 1, 129, 5}},
+    {{GPT_OSS, FP8, BF16, 16, &CTX300, 128, 1, 0, 0, 0}, {64, 17, 100}},
+    {{GPT_OSS, F32, F32, 16, &CTX300, 0, 1, 0, 0, 0}, {33, 5, 128}},
+    {{ODD40, BF16, F32, 16, &CTX300, 37, 1, 0, 1, 0}, {70, 17, 1}},
+    {{ODD80, FP8, BF16, 16, &CTX300, 37, 0, 0, 0, 0}, {40, 3, 64}},
+    {{MHA128, BF16, BF16, 16, &CTX1000, 128, 1, 0, 0, 0}, {100, 1, 129, 30}},
+    {{GPT_OSS, BF16, F32, 16, &CTX300, 128, 1, 0, 1, 1}, {65, 2, 128}},
+};
+
+static void prefill_paged_name(char *buf, size_t len, const void *row, const void *user)
+{
+    const prefill_paged_shape *s = row;
+    const decode_shape *d = &s->base;
+    const heads *h = &HEADS[d->heads];
+    char tag[32], window[24];
+    int32_t longest = 0, lq = 0;
+    for (uint32_t b = 0; b < d->ctx->batch; b++) {
+        longest = d->ctx->len[b] > longest ? d->ctx->len[b] : longest;
+        lq += chunk_of(d, s->chunk, b);
+    }
+    snprintf(window, sizeof window, d->window ? "window%d" : "nowindow", d->window);
+    snprintf(buf, len, "attention.prefill_paged/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/Lq%d/%s/%s%s",
+             sy_conf_layout_tag(*(const uint32_t *)user, tag, sizeof tag), sy_conf_dtype_tag(d->kv),
+             sy_conf_dtype_tag(d->q), d->page_size, h->hq, h->hkv, h->d, d->ctx->batch, longest, lq, window,
+             d->sinks ? "sinks" : "nosinks", d->row_pad ? "/rowstride" : "");
+}
+
+static void prefill_paged_case(sy_conf_case *c, const void *row, const void *user)
+{
+    const prefill_paged_shape *s = row;
+    paged_case(c, &s->base, *(const uint32_t *)user, s->chunk);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -512,6 +632,13 @@ void sy_conf_cases_attention(sy_conf_run *run, const sy_conf_target *t)
         sy_conf_table decode = {DECODE, sizeof DECODE / sizeof DECODE[0], sizeof DECODE[0],
                                 offsetof(decode_shape, quick), decode_name, decode_case, &layouts[l]};
         sy_conf_run_table(run, t, &decode);
+    }
+    /* prefill_paged only where declared: it is optional (ABI 1.5), and the engine gathers without it. */
+    for (size_t l = 0; (caps->features & SY_ATTN_PREFILL_PAGED) && l < n_layouts; l++) {
+        sy_conf_table paged = {PREFILL_PAGED, sizeof PREFILL_PAGED / sizeof PREFILL_PAGED[0], sizeof PREFILL_PAGED[0],
+                               offsetof(prefill_paged_shape, base.quick), prefill_paged_name, prefill_paged_case,
+                               &layouts[l]};
+        sy_conf_run_table(run, t, &paged);
     }
     sy_conf_table prefill = {PREFILL, sizeof PREFILL / sizeof PREFILL[0], sizeof PREFILL[0],
                              offsetof(prefill_shape, quick), prefill_name, prefill_case, NULL};

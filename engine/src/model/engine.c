@@ -494,9 +494,10 @@ static sy_status alloc_activations(sy_engine *e, sy_error *err)
     const sy_model_dims *d = &e->d;
     const sy_plan *p = &e->plan;
     uint32_t chunk = sy_plan_chunk(p);
-    /* A synthetic context runs decode steps only: one token per sequence, nothing gathered. */
+    /* A synthetic context runs decode steps only: one token per sequence, nothing gathered; nor
+     * does a later chunk that reads its prefix from the pages (prefill_paged). */
     e->t_max = p->synthetic_context ? p->batch : p->batch * (chunk > 1 ? chunk : 1);
-    e->max_kv_rows = p->synthetic_context ? 0 : p->batch * (p->input_len + 1);
+    e->max_kv_rows = p->synthetic_context || p->prefill_paged ? 0 : p->batch * (p->input_len + 1);
     uint32_t T = e->t_max, B = p->batch;
     uint32_t align = 256;
     uint32_t hpad = (d->hidden + align - 1) / align * align;

@@ -31,6 +31,8 @@ typedef struct sy_plan {
     int fuse_qkv;             /* 1: one linear for q, k and v over concatenated weights, its rows' slices read
                                  downstream (forward.c) */
     int qkv_split_y;          /* 1 (unfused): that one linear writes q, k and v to arrays of their own */
+    int prefill_paged;        /* 1: a later prefill chunk reads its prefix with attention.prefill_paged;
+                                 0: kv_layout.gather to contiguous rows, then prefill_linear */
     int32_t act_dtype;        /* activations between ops (model.dtype): f32 or bf16; 0 = f32 */
     int32_t attn_num_splits;  /* 0: the plugin chooses */
     uint32_t pool_tokens;     /* full-attention pool capacity; 0 = exactly what the workload needs */

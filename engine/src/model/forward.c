@@ -3,7 +3,8 @@
  *   linear.fuse_qkv, q, k and v then slices of its rows; unfused, one linear writing three arrays
  *   where the linear plugin declares split_y, else three linears) -> rope (fused with the KV write
  *   when composed, else rope then kv_layout.write) -> attention (decode_paged for decode; prefill_linear on the
- *   fresh K/V for a first chunk; kv_layout.gather + prefill_linear for a later chunk) -> o linear
+ *   fresh K/V for a first chunk; for a later chunk prefill_paged over the pool where composed, else
+ *   kv_layout.gather + prefill_linear) -> o linear
  *   -> post-attention add+rmsnorm (padded when fuse_pad was composed) -> router on the unpadded
  *   slice -> top-k -> MoE (output trimmed to hidden).
  * Then the final norm, lm_head on each sequence's last token, and its greedy token. */
@@ -150,6 +151,30 @@ static sy_status attention(sy_engine *e, uint32_t l, const step_layout *s, int d
         a.v = head_rows(e, e->v, T, Hkv, D, e->kv_row);
         a.cu_seqlens_k = a.cu_seqlens_q;
         a.k_scale = a.v_scale = 1.0f;
+    } else if (e->plan.prefill_paged) {
+        /* A later chunk whose K/V the pool already holds, read where it lies. */
+        sy_attn_prefill_paged_args pa = {0};
+        pa.struct_size = sizeof pa;
+        pa.geom = sliding ? e->geom_swa : e->geom_full;
+        pa.q = a.q;
+        pa.out = a.out;
+        pa.k_cache = e->layer[l].k_cache;
+        pa.v_cache = e->layer[l].v_cache;
+        pa.block_tables = sy_t2(sliding ? e->d_bt_swa : e->d_bt_full, SY_DTYPE_I32, B, e->cache.max_pages_per_seq);
+        pa.context_lens = sy_t1(e->d_ctx_lens, SY_DTYPE_I32, B);
+        pa.cu_seqlens_q = a.cu_seqlens_q;
+        pa.sinks = sinks;
+        pa.scale = a.scale;
+        pa.causal = 1;
+        pa.window = window;
+        pa.k_scale = e->plan.k_scale;
+        pa.v_scale = e->plan.v_scale;
+        if ((st = sy_check_prefill_paged_args(&pa, sliding ? e->h_bt_swa : e->h_bt_full, e->h_ctx_lens, e->h_cu_q,
+                                              err)) != SY_OK)
+            return st;
+        CALL(e, SY_KIND_ATTENTION, "prefill_paged",
+             sy_attention_prefill_paged(e->attn)(e->ctx[SY_KIND_ATTENTION], e->stream, &pa, err));
+        return SY_OK;
     } else {
         /* A later chunk: the pool already holds this chunk's K/V; gather prefix + chunk to linear. */
         uint32_t rows = sliding ? s->rows_swa : s->rows_full;

@@ -55,9 +55,11 @@ sy_status sy_index_block_upload(sy_engine *e, const uint32_t *start, const uint3
         T += n[b];
         has_prefix |= start[b] > 0;
     }
-    /* A later prefill chunk gathers its sequence's whole context from the full pool, and from the
-     * sliding pool the last W - 1 keys before the chunk plus the chunk. */
-    int gathers = !decode && has_prefix;
+    /* A later prefill chunk reads its prefix from the page tables (prefill_paged), or gathers its
+     * sequence's whole context from the full pool, and from the sliding pool the last W - 1 keys
+     * before the chunk plus the chunk. */
+    int reads_pages = decode || (has_prefix && e->plan.prefill_paged);
+    int gathers = !decode && has_prefix && !e->plan.prefill_paged;
     for (uint32_t b = 0; gathers && b < B; b++) {
         uint32_t end = start[b] + n[b];
         uint32_t swa_lo = W && start[b] + 1 > W ? start[b] + 1 - W : 0;
@@ -108,9 +110,10 @@ sy_status sy_index_block_upload(sy_engine *e, const uint32_t *start, const uint3
         e->h_cu_k_full[B] = (int32_t)rf;
         e->h_cu_k_swa[B] = (int32_t)rs;
     }
-    /* Only decode reads the page tables; they are rebuilt and sent when they changed. */
+    /* Only decode and a paged later chunk read the page tables; they are rebuilt and sent when
+     * they changed. */
     size_t from = e->tables_len;
-    if (decode && e->cache.tables_dirty) {
+    if (reads_pages && e->cache.tables_dirty) {
         sy_kv_cache_block_table(&e->cache, 0, e->h_bt_full);
         if (W)
             sy_kv_cache_block_table(&e->cache, 1, e->h_bt_swa);

@@ -61,6 +61,7 @@ sy_status sy_plan_from_config(const sy_config *cfg, const sy_composition *comp, 
     p->pad_multiple = d->pad_multiple;
     p->fuse_qkv = d->fused_qkv;
     p->qkv_split_y = !d->fused_qkv && d->qkv_linears == 1;
+    p->prefill_paged = d->prefill_paged;
     p->act_dtype = d->act_dtype;
     p->attn_num_splits = (int32_t)sy_config_int(cfg, "attention.num_splits");
     p->batch = u32(cfg, "workload.batch");

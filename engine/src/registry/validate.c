@@ -16,7 +16,7 @@ static const size_t caps_v1[SY_KIND_COUNT_] = {
     [SY_KIND_ROPE] = sizeof(sy_rope_caps),           [SY_KIND_LINEAR] = offsetof(sy_linear_caps, features),
 };
 static const size_t ops_v1[SY_KIND_COUNT_] = {
-    [SY_KIND_KV_LAYOUT] = sizeof(sy_kv_layout_ops), [SY_KIND_ATTENTION] = sizeof(sy_attention_ops),
+    [SY_KIND_KV_LAYOUT] = sizeof(sy_kv_layout_ops), [SY_KIND_ATTENTION] = offsetof(sy_attention_ops, prefill_paged),
     [SY_KIND_MOE] = sizeof(sy_moe_ops),             [SY_KIND_NORM] = sizeof(sy_norm_ops),
     [SY_KIND_ROPE] = sizeof(sy_rope_ops),           [SY_KIND_LINEAR] = sizeof(sy_linear_ops),
 };
@@ -86,6 +86,8 @@ static const char *missing_op(const sy_plugin_desc *d)
         const sy_attention_caps *c = d->caps;
         if ((c->features & SY_ATTN_DECODE_PAGED) && !o->decode_paged) return "decode_paged (declared in features)";
         if ((c->features & SY_ATTN_PREFILL_LINEAR) && !o->prefill_linear) return "prefill_linear (declared in features)";
+        if ((c->features & SY_ATTN_PREFILL_PAGED) && !sy_attention_prefill_paged(o))
+            return "prefill_paged (declared in features)";
         if (!o->decode_paged && !o->prefill_linear) return "decode_paged or prefill_linear";
         return NULL;
     }
@@ -124,6 +126,8 @@ static uint32_t attention_features_of_minor(uint32_t minor)
                      SY_ATTN_FP8_SCALES | SY_ATTN_SPLIT_K;
     if (minor >= 3)
         known |= SY_ATTN_ROW_STRIDE;
+    if (minor >= 5)
+        known |= SY_ATTN_PREFILL_PAGED;
     return known;
 }
 
