@@ -145,6 +145,33 @@ static sy_status check_sinks(const char *op, const sy_tensor *sinks, int64_t hq,
     return SY_OK;
 }
 
+/* What the ops over the pool check first: its layout, store dtype and geometry (dims: its
+ * addressing), q / out / sinks against it, the page tables and context lengths of B sequences. */
+static sy_status check_pool_call(const char *op, const sy_kv_geometry *g, const sy_tensor *q, const sy_tensor *out,
+                                 const sy_tensor *sinks, const sy_tensor *block_tables, const sy_tensor *context_lens,
+                                 int64_t B, const void *k_cache, const void *v_cache, sy_kv_dims *dims, sy_error *err)
+{
+    *dims = sy_kv_dims_of(g);
+    dims->vec = sy_kv_vec_for(g->layout, g->store_dtype);
+    if ((g->layout != SY_LAYOUT_NHD && g->layout != SY_LAYOUT_VECTORIZED_5D) || !kv_dtype(g->store_dtype))
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: layout %u with store %s is not read here (nhd or vectorized_5d; "
+                          "f32, bf16, fp8_e4m3)", op, g->layout, sy_op_dtype_name(g->store_dtype));
+    if (g->page_size == 0 || g->kv_heads == 0 || dims->vec == 0 || g->page_size % dims->vec || g->head_dim % dims->vec)
+        return sy_op_fail(err, SY_E_INVALID, "%s: page_size %u, kv_heads %u, head_dim %u: positive, P and D multiples "
+                          "of X = %u", op, g->page_size, g->kv_heads, g->head_dim, dims->vec);
+    sy_status st = check_q_out(op, q, out, g->kv_heads, g->head_dim, err);
+    if (st != SY_OK || (st = check_sinks(op, sinks, q->shape[1], err)) != SY_OK)
+        return st;
+    if (block_tables->dtype != SY_DTYPE_I32 || block_tables->ndim != 2 || block_tables->shape[0] != B ||
+        (block_tables->shape[1] > 1 && block_tables->stride[1] != 1) || context_lens->dtype != SY_DTYPE_I32 ||
+        context_lens->ndim != 1)
+        return sy_op_fail(err, SY_E_INVALID, "%s: block_tables must be int32 [%lld, max_blocks] (unit column stride) and "
+                          "context_lens int32 [%lld]", op, (long long)B, (long long)B);
+    if (!k_cache || !v_cache)
+        return sy_op_fail(err, SY_E_INVALID, "%s: k_cache or v_cache is NULL", op);
+    return SY_OK;
+}
+
 /* The keys a split may have to cover: the longest context the block tables can hold, or the window
  * (and the tile it may start inside). */
 static int64_t longest_keys(const sy_attn_decode_args *a)
@@ -206,29 +233,19 @@ static uint32_t choose_splits(const attn_paged_gpu_ctx *ctx, const sy_attn_decod
         return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_attn_decode_args (%zu)", op,
                           a ? a->struct_size : 0u, sizeof(sy_attn_decode_args));
     const sy_kv_geometry *g = &a->geom;
-    sy_kv_dims dims = sy_kv_dims_of(g);
-    dims.vec = sy_kv_vec_for(g->layout, g->store_dtype);
-    if ((g->layout != SY_LAYOUT_NHD && g->layout != SY_LAYOUT_VECTORIZED_5D) || !kv_dtype(g->store_dtype))
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: layout %u with store %s is not read here (nhd or vectorized_5d; "
-                          "f32, bf16, fp8_e4m3)", op, g->layout, sy_op_dtype_name(g->store_dtype));
-    if (g->page_size == 0 || g->kv_heads == 0 || dims.vec == 0 || g->page_size % dims.vec || g->head_dim % dims.vec)
-        return sy_op_fail(err, SY_E_INVALID, "%s: page_size %u, kv_heads %u, head_dim %u: positive, P and D multiples "
-                          "of X = %u", op, g->page_size, g->kv_heads, g->head_dim, dims.vec);
-    const uint32_t D = g->head_dim, H = g->kv_heads;
-    sy_status st = check_q_out(op, &a->q, &a->out, H, D, err);
-    if (st != SY_OK || (st = check_sinks(op, &a->sinks, a->q.shape[1], err)) != SY_OK)
+    const int64_t B = a->context_lens.shape[0];
+    sy_kv_dims dims;
+    sy_status st = check_pool_call(op, g, &a->q, &a->out, &a->sinks, &a->block_tables, &a->context_lens, B, a->k_cache,
+                                   a->v_cache, &dims, err);
+    if (st != SY_OK)
         return st;
-    const int64_t B = a->q.shape[0];
-    if (a->block_tables.dtype != SY_DTYPE_I32 || a->block_tables.ndim != 2 || a->block_tables.shape[0] != B ||
-        (a->block_tables.shape[1] > 1 && a->block_tables.stride[1] != 1) || a->context_lens.dtype != SY_DTYPE_I32 ||
-        a->context_lens.ndim != 1 || a->context_lens.shape[0] != B)
-        return sy_op_fail(err, SY_E_INVALID, "%s: block_tables must be int32 [%lld, max_blocks] (unit column stride) and "
-                          "context_lens int32 [%lld]", op, (long long)B, (long long)B);
+    const uint32_t D = g->head_dim, H = g->kv_heads;
+    if (a->q.shape[0] != B)
+        return sy_op_fail(err, SY_E_INVALID, "%s: q has %lld rows for %lld sequences (one query each)", op,
+                          (long long)a->q.shape[0], (long long)B);
     if (a->num_splits < 0 || a->num_splits > SY_ATTN_MAX_SPLITS)
         return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: num_splits %d is outside 0..%d", op, a->num_splits,
                           SY_ATTN_MAX_SPLITS);
-    if (!a->k_cache || !a->v_cache)
-        return sy_op_fail(err, SY_E_INVALID, "%s: k_cache or v_cache is NULL", op);
     if (B == 0)
         return SY_OK;
     const uint32_t group = (uint32_t)(a->q.shape[1] / H);
@@ -305,10 +322,71 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
 }
 #endif
 
+/* Grid and launch of a prefill whose K/V source p already names (linear rows or pages): the
+ * tensor-core kernel where it takes the call, else the CUDA-core one. key_rows: the keys of the
+ * whole batch, for the row-length estimate. */
+static sy_status prefill_launch(const attn_paged_gpu_ctx *ctx, const char *op, sy_attn_gpu_prefill &p,
+                                const sy_tensor &q, const sy_tensor &out, const sy_tensor &sinks, float scale,
+                                int32_t causal, int32_t window, int32_t kv_dt, float k_scale, float v_scale,
+                                const sy_tensor &cu_seqlens_q, int64_t key_rows, sy_stream stream, sy_error *err)
+{
+    if (cu_seqlens_q.dtype != SY_DTYPE_I32 || cu_seqlens_q.ndim != 1 || cu_seqlens_q.shape[0] < 1 ||
+        (cu_seqlens_q.shape[0] > 1 && cu_seqlens_q.stride[0] != 1))
+        return sy_op_fail(err, SY_E_INVALID, "%s: cu_seqlens_q must be a contiguous int32 [B + 1]", op);
+    const int64_t B = cu_seqlens_q.shape[0] - 1, Tq = q.shape[0];
+    if (B == 0 || Tq == 0)
+        return SY_OK;
+    const uint32_t D = p.head_dim, H = p.kv_heads;
+    const int dmax = dim_bucket(D);
+    const size_t io_es = sy_dtype_size(q.dtype);
+    p.q_vec = sy_gpu_aligned16(q.data, io_es, q.stride[0], q.stride[1]);
+    p.out_pairs = sy_gpu_aligned_to(2 * io_es, out.data, io_es, out.stride[0], out.stride[1]);
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
+    const bool mma = sy_attn_gpu_prefill_mma_takes(p, kv_dt);
+    /* pages never take LONG (sy_attn_gpu_prefill_mma_launch_as) */
+    const bool long_rows = !p.block_tables &&
+                           sy_attn_gpu_prefill_mma_long(dmax, q.dtype, mean_keys(B, Tq, key_rows, causal, window),
+                                                        (double)Tq * (double)q.shape[1], ctx->multiprocessors,
+                                                        ctx->prefill_warpgroup);
+    const uint32_t rows = mma ? sy_attn_gpu_prefill_mma_rows(dmax, q.dtype, long_rows) : sy_attn_gpu_prefill_rows(dmax);
+#else
+    (void)ctx, (void)key_rows;
+    const uint32_t rows = sy_attn_gpu_prefill_rows(dmax);
+#endif
+    const uint32_t group = (uint32_t)(q.shape[1] / H);
+    const uint32_t gc = group < rows ? group : rows, bq = rows / gc, chunks = (group + gc - 1) / gc;
+    const int64_t tiles = (Tq + bq - 1) / bq + B;
+    if (tiles > 0x7FFFFFFF || (uint64_t)H * chunks > 65535 || B > 0x7FFFFFFF)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld query tiles x %u KV heads x %u head chunks exceed the grid",
+                          op, (long long)tiles, H, chunks);
+    p.c = sy_attn_gpu_call_of(&q, &out, &sinks, scale, window, kv_dt, k_scale, v_scale);
+    p.cu_q = (const int32_t *)cu_seqlens_q.data;
+    p.batch = (uint32_t)B;
+    p.causal = causal;
+    p.group = group;
+    p.heads_per_block = sy_fast_div_of(gc);
+    p.queries_per_block = sy_fast_div_of(bq);
+    p.head_chunks = sy_fast_div_of(chunks);
+    const dim3 grid((unsigned)tiles, H * chunks);
+#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
+    if (mma) {
+        sy_status st = sy_attn_gpu_prefill_mma_launch(p, dmax, long_rows, ctx->prefill_warpgroup, grid,
+                                                      sy_gpu_stream(stream), err);
+        if (st != SY_OK)
+            return st;
+        SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_mma_kernel");
+        return SY_OK;
+    }
+#endif
+    sy_attn_gpu_prefill_launch(p, kv_dt, dmax, grid, sy_gpu_stream(stream));
+    SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_kernel");
+    return SY_OK;
+}
+
 [[maybe_unused]] static sy_status prefill_linear(void *vctx, sy_stream stream, const sy_attn_prefill_args *a, sy_error *err)
 {
     static const char op[] = "attn_paged.prefill_linear (" SY_GPU_BACKEND_NAME ")";
-    [[maybe_unused]] const attn_paged_gpu_ctx *ctx = (const attn_paged_gpu_ctx *)vctx;
+    const attn_paged_gpu_ctx *ctx = (const attn_paged_gpu_ctx *)vctx;
     if (!vctx)
         return sy_op_fail(err, SY_E_INVALID, "%s: the plugin was not initialized (init gives the context)", op);
     if (!a || a->struct_size < sizeof(sy_attn_prefill_args))
@@ -324,69 +402,72 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
     if (a->v.shape[0] != a->k.shape[0] || a->v.shape[1] != H || a->v.shape[2] != D ||
         (D > 1 && (a->k.stride[2] != 1 || a->v.stride[2] != 1)))
         return sy_op_fail(err, SY_E_INVALID, "%s: v must have k's shape and both unit stride along head_dim", op);
-    if (a->cu_seqlens_q.dtype != SY_DTYPE_I32 || a->cu_seqlens_q.ndim != 1 || a->cu_seqlens_k.dtype != SY_DTYPE_I32 ||
-        a->cu_seqlens_k.ndim != 1 || a->cu_seqlens_k.shape[0] != a->cu_seqlens_q.shape[0] ||
-        a->cu_seqlens_q.shape[0] < 1 || (a->cu_seqlens_q.shape[0] > 1 && (a->cu_seqlens_q.stride[0] != 1 ||
-                                                                          a->cu_seqlens_k.stride[0] != 1)))
+    if (a->cu_seqlens_k.dtype != SY_DTYPE_I32 || a->cu_seqlens_k.ndim != 1 ||
+        a->cu_seqlens_k.shape[0] != a->cu_seqlens_q.shape[0] ||
+        (a->cu_seqlens_k.shape[0] > 1 && a->cu_seqlens_k.stride[0] != 1))
         return sy_op_fail(err, SY_E_INVALID, "%s: cu_seqlens_q and cu_seqlens_k must be contiguous int32 [B + 1] of one "
                           "length", op);
-    const int64_t B = a->cu_seqlens_q.shape[0] - 1, Tq = a->q.shape[0];
-    if (B == 0 || Tq == 0)
-        return SY_OK;
-    const int dmax = dim_bucket(D);
     const size_t es = sy_dtype_size(a->k.dtype);
     sy_attn_gpu_prefill p;
     memset(&p, 0, sizeof p);
     p.k_aligned = sy_gpu_aligned16(a->k.data, es, a->k.stride[0], a->k.stride[1]) && (D * es) % 16 == 0;
     p.v_aligned = sy_gpu_aligned16(a->v.data, es, a->v.stride[0], a->v.stride[1]) && (D * es) % 16 == 0;
-    const size_t io_es = sy_dtype_size(a->q.dtype);
-    p.q_vec = sy_gpu_aligned16(a->q.data, io_es, a->q.stride[0], a->q.stride[1]);
-    p.out_pairs = sy_gpu_aligned_to(2 * io_es, a->out.data, io_es, a->out.stride[0], a->out.stride[1]);
-#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
-    const bool mma = sy_attn_gpu_prefill_mma_takes(p, a->k.dtype);
-    const bool long_rows = sy_attn_gpu_prefill_mma_long(dmax, a->q.dtype, mean_keys(B, Tq, a->k.shape[0], a->causal, a->window),
-                                                        (double)Tq * (double)a->q.shape[1], ctx->multiprocessors,
-                                                        ctx->prefill_warpgroup);
-    const uint32_t rows =
-        mma ? sy_attn_gpu_prefill_mma_rows(dmax, a->q.dtype, long_rows) : sy_attn_gpu_prefill_rows(dmax);
-#else
-    const uint32_t rows = sy_attn_gpu_prefill_rows(dmax);
-#endif
-    const uint32_t group = (uint32_t)(a->q.shape[1] / H);
-    const uint32_t gc = group < rows ? group : rows, bq = rows / gc, chunks = (group + gc - 1) / gc;
-    const int64_t tiles = (Tq + bq - 1) / bq + B;
-    if (tiles > 0x7FFFFFFF || (uint64_t)H * chunks > 65535 || B > 0x7FFFFFFF)
-        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: %lld query tiles x %u KV heads x %u head chunks exceed the grid",
-                          op, (long long)tiles, H, chunks);
-    p.c = sy_attn_gpu_call_of(&a->q, &a->out, &a->sinks, a->scale, a->window, a->k.dtype, a->k_scale, a->v_scale);
     p.k = a->k.data;
     p.v = a->v.data;
     p.k_s0 = a->k.stride[0];
     p.k_s1 = a->k.stride[1];
     p.v_s0 = a->v.stride[0];
     p.v_s1 = a->v.stride[1];
-    p.cu_q = (const int32_t *)a->cu_seqlens_q.data;
     p.cu_k = (const int32_t *)a->cu_seqlens_k.data;
-    p.batch = (uint32_t)B;
-    p.causal = a->causal;
     p.kv_heads = H;
-    p.group = group;
     p.head_dim = D;
-    p.heads_per_block = sy_fast_div_of(gc);
-    p.queries_per_block = sy_fast_div_of(bq);
-    p.head_chunks = sy_fast_div_of(chunks);
-    const dim3 grid((unsigned)tiles, H * chunks);
-#if defined(SY_VENDOR_CUDA) || defined(SY_EMU_TENSOR_CORES)
-    if (mma) {
-        if ((st = sy_attn_gpu_prefill_mma_launch(p, dmax, long_rows, ctx->prefill_warpgroup, grid, sy_gpu_stream(stream), err)) != SY_OK)
-            return st;
-        SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_mma_kernel");
-        return SY_OK;
-    }
-#endif
-    sy_attn_gpu_prefill_launch(p, a->k.dtype, dmax, grid, sy_gpu_stream(stream));
-    SY_GPU_CHECK_LAUNCH(err, "sy_attn_gpu_prefill_kernel");
-    return SY_OK;
+    return prefill_launch(ctx, op, p, a->q, a->out, a->sinks, a->scale, a->causal, a->window, a->k.dtype, a->k_scale,
+                          a->v_scale, a->cu_seqlens_q, a->k.shape[0], stream, err);
+}
+
+[[maybe_unused]] static sy_status prefill_paged(void *vctx, sy_stream stream, const sy_attn_prefill_paged_args *a,
+                                                sy_error *err)
+{
+    static const char op[] = "attn_paged.prefill_paged (" SY_GPU_BACKEND_NAME ")";
+    const attn_paged_gpu_ctx *ctx = (const attn_paged_gpu_ctx *)vctx;
+    if (!vctx)
+        return sy_op_fail(err, SY_E_INVALID, "%s: the plugin was not initialized (init gives the context)", op);
+    if (!a || a->struct_size < sizeof(sy_attn_prefill_paged_args))
+        return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_attn_prefill_paged_args (%zu)",
+                          op, a ? a->struct_size : 0u, sizeof(sy_attn_prefill_paged_args));
+    const sy_kv_geometry *g = &a->geom;
+    const int64_t B = a->cu_seqlens_q.shape[0] - 1;
+    sy_kv_dims dims;
+    sy_status st = check_pool_call(op, g, &a->q, &a->out, &a->sinks, &a->block_tables, &a->context_lens, B, a->k_cache,
+                                   a->v_cache, &dims, err);
+    if (st != SY_OK)
+        return st;
+    if (a->context_lens.shape[0] != B || (B > 1 && a->context_lens.stride[0] != 1))
+        return sy_op_fail(err, SY_E_INVALID, "%s: context_lens must be a contiguous int32 [%lld], one a sequence of "
+                          "cu_seqlens_q", op, (long long)B);
+    if (g->page_size >= SY_FAST_DIV_NUMERATOR_LIMIT)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: page_size %u is too large", op, g->page_size);
+    const uint32_t D = g->head_dim, H = g->kv_heads;
+    const size_t es = sy_dtype_size(g->store_dtype);
+    sy_attn_gpu_prefill p;
+    memset(&p, 0, sizeof p);
+    /* 16-byte pieces: vectorized_5d's vectors always, nhd's where a token's head is whole pieces */
+    const bool pieces = g->layout == SY_LAYOUT_VECTORIZED_5D || (D * es) % 16 == 0;
+    p.k_aligned = pieces && ((uintptr_t)a->k_cache % 16) == 0;
+    p.v_aligned = pieces && ((uintptr_t)a->v_cache % 16) == 0;
+    p.k = a->k_cache;
+    p.v = a->v_cache;
+    p.block_tables = (const int32_t *)a->block_tables.data;
+    p.bt_s0 = a->block_tables.stride[0];
+    p.context_lens = (const int32_t *)a->context_lens.data;
+    p.dims = dims;
+    p.page_div = sy_fast_div_of(g->page_size);
+    p.kv_heads = H;
+    p.head_dim = D;
+    /* the keys as if every sequence had the pool's pages of its table: only the row-length estimate reads it */
+    const int64_t key_rows = a->block_tables.shape[1] * (int64_t)g->page_size * B;
+    return prefill_launch(ctx, op, p, a->q, a->out, a->sinks, a->scale, a->causal, a->window, g->store_dtype,
+                          a->k_scale, a->v_scale, a->cu_seqlens_q, key_rows, stream, err);
 }
 
 #if defined(SY_EMU_TENSOR_CORES)
@@ -399,4 +480,4 @@ extern "C" void sy_attn_paged_gpu_emu_prefill_warpgroup(void *vctx, int on)
 #endif
 
 SY_GPU_HOST_TABLE(extern "C" const sy_attention_ops sy_attn_paged_gpu_ops = {
-                      sizeof(sy_attention_ops), 0, decode_paged, prefill_linear, NULL});
+                      sizeof(sy_attention_ops), 0, decode_paged, prefill_linear, prefill_paged});

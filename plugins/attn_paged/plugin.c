@@ -13,7 +13,7 @@
 /* gpu.cu: the same ops on the device, for head dims up to 128 (the kernels' tile sizes). */
 #define ATTN_PAGED_HEAD_DIM_MAX 128
 #define ATTN_PAGED_DESCRIPTION "paged attention on the GPU: nhd + vectorized_5d, GQA, window, sinks, fp8, split-K"
-#define ATTN_PAGED_PREFILL_PAGED 0u
+#define ATTN_PAGED_PREFILL_PAGED SY_ATTN_PREFILL_PAGED
 #if defined(SY_PLUGIN_GPU_FRONT)
 #include "sy_gpu_front.h"
 SY_GPU_FRONT_INIT(attn_paged_front_init, SY_KIND_ATTENTION, "attn_paged")

@@ -18,6 +18,7 @@
 
 #include "attn_core_gpu.cuh"
 #include "sy_fast_div.h"
+#include "sy_kv_addr.h"
 
 typedef struct sy_attn_gpu_prefill {
     sy_attn_gpu_call c;
@@ -27,6 +28,14 @@ typedef struct sy_attn_gpu_prefill {
     uint32_t q_vec;                /* q's pointer and strides: 16-byte aligned */
     uint32_t out_pairs;            /* out's pointer and strides: aligned to two elements */
     const int32_t *cu_q, *cu_k;
+    /* prefill_paged (block_tables != NULL; cu_k, k_s0 .. v_s1 unused): sequence b's keys are
+     * positions 0 .. context_lens[b] - 1 of the pages in row b of block_tables, in the pool's
+     * layout (sy_kv_addr.h); only keys from the block's first query's window start on are read
+     * (a sliding-window table holds 0 for freed pages), the rest of a tile is zeros. */
+    const int32_t *block_tables, *context_lens;
+    int64_t bt_s0;
+    sy_kv_dims dims;
+    sy_fast_div page_div; /* P */
     uint32_t batch;
     int32_t causal;
     uint32_t kv_heads, group, head_dim;
@@ -40,7 +49,7 @@ typedef struct sy_attn_gpu_prefill {
  * first query, and its head slot (KV head h, q heads g0 .. g0 + heads_per_block - 1 of h's group). */
 typedef struct sy_attn_gpu_prefill_place {
     int64_t q_row0, lq, k_row0, lk;
-    uint32_t i0, h, g0;
+    uint32_t seq, i0, h, g0;
 } sy_attn_gpu_prefill_place;
 
 constexpr int sy_floor_pow2(int x)
@@ -111,8 +120,9 @@ SY_DEV bool sy_attn_gpu_prefill_find(const sy_attn_gpu_prefill &p, sy_attn_gpu_p
                 at += n;
             found.q_row0 = p.cu_q[b];
             found.lq = p.cu_q[b + 1] - found.q_row0;
-            found.k_row0 = p.cu_k[b];
-            found.lk = p.cu_k[b + 1] - found.k_row0;
+            found.seq = b;
+            found.k_row0 = p.block_tables ? 0 : p.cu_k[b];
+            found.lk = p.block_tables ? p.context_lens[b] : p.cu_k[b + 1] - found.k_row0;
             found.i0 = (tile - at) * p.queries_per_block.divisor;
         }
     }
@@ -156,19 +166,75 @@ SY_DEV void sy_attn_gpu_prefill_span(const sy_attn_gpu_prefill &p, const sy_attn
     sy_attn_gpu_prefill_keys(p, at, (end < at.lq ? end : at.lq) - 1, inner_lo, span_hi);
 }
 
+/* Whether a paged call's V tile arrives transposed: vectorized_5d stores X consecutive tokens of
+ * one dim in a 16-byte vector, so a piece is (dim, X keys) instead of (key, X dims). */
+SY_DEV bool sy_attn_gpu_prefill_v_transposed(const sy_attn_gpu_prefill &p)
+{
+    return p.block_tables && p.dims.layout == SY_LAYOUT_VECTORIZED_5D;
+}
+
+/* Element offset in the pool of dim d of key `key` of the block's sequence (K, or V when value). */
+SY_DEV uint64_t sy_attn_gpu_prefill_paged_elem(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at,
+                                               uint32_t h, int64_t key, uint32_t d, bool value)
+{
+    const uint32_t P = p.dims.page_size;
+    const uint64_t page = (uint64_t)p.block_tables[(int64_t)at.seq * p.bt_s0 + key / P], off = (uint64_t)(key % P);
+    const sy_kv_row r = value ? sy_kv_v_row_at(&p.dims, page, off, h) : sy_kv_k_row_at(&p.dims, page, off, h);
+    return sy_kv_row_elem(&r, d);
+}
+
+/* Piece `id` of the K (ids below CHUNKS) or V tile of keys [t0, t0 + KT): keys from `lo` on and
+ * below lk, zeros elsewhere. A transposed V piece (sy_attn_gpu_prefill_v_transposed) is dim
+ * id / GROUPS, keys t0 + VEC (id % GROUPS) ..; every other piece key t0 + id / CPR, dims VEC (id %
+ * CPR) .. */
 template <class S, int KV>
-SY_DEV uint4 sy_attn_gpu_prefill_fetch(const sy_attn_gpu_prefill &p, uint32_t h, int64_t row0, int64_t lk, int64_t t0,
-                                       int id)
+SY_DEV uint4 sy_attn_gpu_prefill_fetch(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at, uint32_t h,
+                                       int64_t lo, int64_t t0, int id)
 {
     const bool value = id >= S::CHUNKS;
-    const int k = value ? id - S::CHUNKS : id, n = k / S::CPR, c = k % S::CPR;
+    const int k = value ? id - S::CHUNKS : id;
+    const int64_t lk = at.lk;
+    if (value && sy_attn_gpu_prefill_v_transposed(p)) {
+        constexpr int GROUPS = S::KT / S::VEC;
+        const uint32_t d = (uint32_t)(k / GROUPS);
+        const int64_t key = t0 + (int64_t)S::VEC * (k % GROUPS);
+        if (d >= p.head_dim || key >= lk || key + S::VEC <= lo)
+            return make_uint4(0u, 0u, 0u, 0u);
+        /* the X keys of a piece share a page (X divides P); past lk they are zeros */
+        const int n_valid = lk - key < S::VEC ? (int)(lk - key) : S::VEC;
+        return sy_attn_ld_chunk<KV>(p.v, sy_attn_gpu_prefill_paged_elem(p, at, h, key, d, true), n_valid, true);
+    }
+    const int n = k / S::CPR, c = k % S::CPR;
     const int64_t key = t0 + n;
-    if (key >= lk || (uint32_t)(c * S::VEC) >= p.head_dim)
+    if (key >= lk || key < lo || (uint32_t)(c * S::VEC) >= p.head_dim)
         return make_uint4(0u, 0u, 0u, 0u);
     const int n_valid = p.head_dim - c * S::VEC < (uint32_t)S::VEC ? (int)(p.head_dim - c * S::VEC) : S::VEC;
+    if (p.block_tables)
+        return sy_attn_ld_chunk<KV>(value ? p.v : p.k, sy_attn_gpu_prefill_paged_elem(p, at, h, key, c * S::VEC, value),
+                                    n_valid, true);
     const int64_t s0 = value ? p.v_s0 : p.k_s0, s1 = value ? p.v_s1 : p.k_s1;
-    const uint64_t elem = (uint64_t)((row0 + key) * s0 + (int64_t)h * s1) + (uint64_t)c * S::VEC;
+    const uint64_t elem = (uint64_t)((at.k_row0 + key) * s0 + (int64_t)h * s1) + (uint64_t)c * S::VEC;
     return sy_attn_ld_chunk<KV>(value ? p.v : p.k, elem, n_valid, value ? p.v_aligned : p.k_aligned);
+}
+
+/* Stores piece `id` (as sy_attn_gpu_prefill_fetch numbers them) into the [key][dim] K and V tiles. */
+template <class S, int KV>
+SY_DEV void sy_attn_gpu_prefill_store(const sy_attn_gpu_prefill &p, unsigned char *k_tile, unsigned char *v_tile, int id,
+                                      const uint4 &piece)
+{
+    const int k = id < S::CHUNKS ? id : id - S::CHUNKS;
+    if (id >= S::CHUNKS && sy_attn_gpu_prefill_v_transposed(p)) {
+        constexpr int GROUPS = S::KT / S::VEC;
+        const int d = k / GROUPS, key0 = S::VEC * (k % GROUPS);
+#pragma unroll
+        for (int e = 0; e < S::VEC; e++) {
+            const int w = e * S::ES / 4, shift = 8 * ((e * S::ES) % 4);
+            sy_st_elem_raw<KV>(v_tile + (key0 + e) * S::K_ROW, (uint64_t)d, sy_word(piece, w) >> shift);
+        }
+        return;
+    }
+    unsigned char *tile = id < S::CHUNKS ? k_tile : v_tile;
+    sy_st_raw<16>(tile + (k / S::CPR) * S::K_ROW + (k % S::CPR) * 16, piece);
 }
 
 template <int KV, int DMAX>
@@ -187,7 +253,7 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
     if (!sy_attn_gpu_prefill_find(p, &at))
         return;
     const uint32_t h = at.h, g0 = at.g0, D = p.head_dim;
-    const int64_t q_row0 = at.q_row0, k_row0 = at.k_row0, lk = at.lk;
+    const int64_t q_row0 = at.q_row0;
 
     /* Rows r = (query i0 + r / gc, head g0 + r % gc) and their keys [lo, hi). */
     if (tid < S::R) {
@@ -212,10 +278,6 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
     __syncthreads();
     int64_t first, last, inner_lo, inner_hi;
     sy_attn_gpu_prefill_span(p, at, &first, &last, &inner_lo, &inner_hi);
-    if (first < last)
-        first = first / S::KT * S::KT;
-    else
-        first = last = 0;
 
     float acc[S::RPV][S::DPT];
 #pragma unroll
@@ -224,26 +286,28 @@ static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS) void sy_attn_gpu_prefil
         for (int j = 0; j < S::DPT; j++)
             acc[i][j] = 0.0f;
     uint4 staged[S::PER_THREAD];
+    const int64_t read_lo = p.block_tables ? first : 0; /* keys below it are zeros (paged: maybe freed) */
+    if (first < last)
+        first = first / S::KT * S::KT;
+    else
+        first = last = 0;
     if (first < last) {
 #pragma unroll
         for (int i = 0; i < S::PER_THREAD; i++)
-            staged[i] = sy_attn_gpu_prefill_fetch<S, KV>(p, h, k_row0, lk, first, tid + S::NT * i);
+            staged[i] = sy_attn_gpu_prefill_fetch<S, KV>(p, at, h, read_lo, first, tid + S::NT * i);
     }
     const int chunks = (int)((D + S::VEC - 1) / S::VEC);
     const int rs = tid / 16, ks = tid % 16; /* QK slots */
     const int ds = tid % 32, rv = tid / 32; /* PV slots */
     for (int64_t t0 = first; t0 < last; t0 += S::KT) {
 #pragma unroll
-        for (int i = 0; i < S::PER_THREAD; i++) {
-            const int id = tid + S::NT * i, k = id < S::CHUNKS ? id : id - S::CHUNKS;
-            unsigned char *tile = id < S::CHUNKS ? k_tile : v_tile;
-            sy_st_raw<16>(tile + (k / S::CPR) * S::K_ROW + (k % S::CPR) * 16, staged[i]);
-        }
+        for (int i = 0; i < S::PER_THREAD; i++)
+            sy_attn_gpu_prefill_store<S, KV>(p, k_tile, v_tile, tid + S::NT * i, staged[i]);
         __syncthreads();
         if (t0 + S::KT < last) {
 #pragma unroll
             for (int i = 0; i < S::PER_THREAD; i++)
-                staged[i] = sy_attn_gpu_prefill_fetch<S, KV>(p, h, k_row0, lk, t0 + S::KT, tid + S::NT * i);
+                staged[i] = sy_attn_gpu_prefill_fetch<S, KV>(p, at, h, read_lo, t0 + S::KT, tid + S::NT * i);
         }
 
         /* QK: rows rs + 8 i, keys ks + 16 jj. */

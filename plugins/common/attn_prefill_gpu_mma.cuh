@@ -61,6 +61,10 @@
 #include "mma_bf16_cuda.cuh"
 #include "wgmma_bf16_cuda.cuh"
 
+extern "C" {
+#include "sy_op_check.h"
+}
+
 /* Rows that see at least this many keys on average take the LONG variant where it exists, if its
  * blocks make at least SY_ATTN_PREFILL_MMA_LONG_WAVES waves. Measured on the H200 (gpt-oss
  * shapes, causal; one process, twice each): 1 x 8192 (4096 keys a row, 21 waves) 2.02 / 2.13 ms
@@ -224,6 +228,113 @@ struct sy_attn_prefill_mma_copies {
     }
 };
 
+/* Where a call's K/V tiles come from: contiguous rows (prefill_linear), or the pool's pages
+ * (prefill_paged) with V's tile as K's ([key][dim]: nhd) or transposed ([dim][key]: vectorized_5d,
+ * whose 16-byte vectors hold 8 keys of one dim). */
+enum { SY_PREFILL_SRC_LINEAR = 0, SY_PREFILL_SRC_PAGED = 1, SY_PREFILL_SRC_PAGED_VT = 2 };
+
+/* The copies of a paged call, with sy_attn_prefill_mma_copies's interface: each tile's keys are
+ * found through the sequence's block table, one table read a tile where a tile lies in one page
+ * (the page size a multiple of KT), else one a copy. A piece of K (and of nhd's V) is 8 dims of
+ * one key, as in linear rows; with VT a piece of V is 8 keys of one dim, landing in row `dim` of
+ * a tile shaped as K's (KT == DIMS), so that it is read as K is. Keys outside [kmin, lk) are zeros:
+ * kmin is the block's first query's window start, whose page and those after it are live. */
+template <class S, bool VT>
+struct sy_attn_prefill_mma_paged_copies {
+    static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
+    static_assert(KEY_STEP * S::PER_THREAD == S::KT, "a tile's keys in whole steps");
+    static_assert(!S::WARPGROUP || KEY_STEP % 8 == 0, "a thread's pieces share one swizzle row phase");
+    static_assert(!VT || S::KT == S::DIMS, "a transposed V tile has the K tile's shape");
+    const int32_t *table;        /* the sequence's row of block_tables */
+    sy_fast_div page;            /* P */
+    bool tile_in_page;           /* P is a multiple of KT */
+    const unsigned char *k, *v;  /* page 0's key 0 of this thread's piece (VT's V: its key group and first dim) */
+    uint64_t page_bytes;         /* from one page to the next */
+    uint32_t k_key, v_key;       /* from one key to the next within a page */
+    int key0, group, smem, kmin, lk; /* group: VT's V key group (8 keys), the piece index */
+    uint32_t head_dim;
+    bool dims_ok;
+
+    SY_DEV sy_attn_prefill_mma_paged_copies(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at,
+                                            uint32_t h, int first_key)
+    {
+        const int c = (int)threadIdx.x % PIECES_PER_ROW;
+        key0 = (int)threadIdx.x / PIECES_PER_ROW;
+        group = c;
+        smem = S::kv_offset(key0, c);
+        head_dim = p.head_dim;
+        dims_ok = (uint32_t)c * 8u < p.head_dim;
+        kmin = first_key;
+        lk = (int)at.lk;
+        table = p.block_tables + (int64_t)at.seq * p.bt_s0;
+        page = p.page_div;
+        const uint64_t P = p.dims.page_size, H = p.dims.kv_heads, D = p.dims.head_dim;
+        tile_in_page = P % S::KT == 0;
+        page_bytes = P * H * D * 2;
+        if (p.dims.layout == SY_LAYOUT_VECTORIZED_5D) {
+            /* K (pages, H, D/8, P, 8): a key's 8 dims of piece c are 16 bytes, keys 16 bytes apart */
+            k = (const unsigned char *)p.k + (h * D * P + (uint64_t)c * P * 8) * 2;
+            k_key = 16;
+            /* V (pages, H, P/8, D, 8): 8 keys of dim d are 16 bytes, key groups D x 16 bytes apart */
+            v = (const unsigned char *)p.v + (h * D * P + (uint64_t)key0 * 8) * 2;
+            v_key = (uint32_t)(D * 2);
+        } else {
+            k = (const unsigned char *)p.k + (h * D + (uint64_t)c * 8) * 2;
+            v = (const unsigned char *)p.v + (h * D + (uint64_t)c * 8) * 2;
+            k_key = v_key = (uint32_t)(H * D * 2);
+        }
+    }
+
+    /* Key `key`'s bytes in tensor `base` (key_bytes apart within a page). */
+    SY_DEV const unsigned char *at_key(const unsigned char *base, uint32_t key_bytes, int key) const
+    {
+        const uint32_t blk = sy_fast_div_quot(page, (uint32_t)key), off = (uint32_t)key - blk * page.divisor;
+        return base + (uint64_t)(uint32_t)table[blk] * page_bytes + (uint64_t)off * key_bytes;
+    }
+
+    /* K's tile (and nhd's V) of keys [t0, t0 + KT) into one stage; keys from `lim` on are zeros. */
+    SY_DEV void issue(int lim, int t0, unsigned char *k_stage, unsigned char *v_stage) const
+    {
+        constexpr bool V_ROWS = !VT;
+        if (tile_in_page) {
+            const unsigned char *kp = at_key(k, k_key, t0) + (uint64_t)key0 * k_key;
+            const unsigned char *vp = V_ROWS ? at_key(v, v_key, t0) + (uint64_t)key0 * v_key : nullptr;
+#pragma unroll
+            for (int i = 0; i < S::PER_THREAD; i++) {
+                const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
+                const bool have = key >= kmin && key < lim;
+                sy_cp_async16(k_stage + at, have ? kp : k, have ? 16 : 0);
+                if constexpr (V_ROWS)
+                    sy_cp_async16(v_stage + at, have ? vp : v, have ? 16 : 0);
+                kp += (uint64_t)k_key * KEY_STEP;
+                if constexpr (V_ROWS)
+                    vp += (uint64_t)v_key * KEY_STEP;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < S::PER_THREAD; i++) {
+                const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
+                const bool have = key >= kmin && key < lim;
+                sy_cp_async16(k_stage + at, have ? at_key(k, k_key, key) : k, have ? 16 : 0);
+                if constexpr (V_ROWS)
+                    sy_cp_async16(v_stage + at, have ? at_key(v, v_key, key) : v, have ? 16 : 0);
+            }
+        }
+        if constexpr (VT) {
+            /* V's rows are dims key0 + KEY_STEP i, its pieces the 8 keys of this thread's group;
+             * the group shares a page (8 divides P); keys past lk are zeros (cp.async's tail) */
+            const int key = t0 + 8 * group;
+            const int bytes = key + 8 <= kmin || key >= lk ? 0 : lk - key >= 8 ? 16 : 2 * (lk - key);
+            const unsigned char *vp = bytes ? at_key(v, v_key, key) : v;
+#pragma unroll
+            for (int i = 0; i < S::PER_THREAD; i++) {
+                const bool dim_ok = (uint32_t)(key0 + KEY_STEP * i) < head_dim;
+                sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16, dim_ok ? bytes : 0);
+            }
+        }
+    }
+};
+
 /* P's A fragment of key k-step kk from the probabilities in S's accumulators (an m16n8 pair is an
  * m16k16 A fragment): n-tiles 2 kk (registers 0, 1) and 2 kk + 1 (2, 3), rounded to bf16. */
 template <int NT>
@@ -247,10 +358,11 @@ SY_DEV float sy_attn_mma_exp2(float x)
 #endif
 }
 
-template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC, int SRC>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>::MIN_BLOCKS)) void
 sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 {
+    constexpr bool VT = SRC == SY_PREFILL_SRC_PAGED_VT;
     using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
     SY_GPU_DYNAMIC_SHARED_ALIGNED(unsigned char, sy_prefill_mma_smem, 16);
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
@@ -302,7 +414,12 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     unsigned char *ring = sy_prefill_mma_smem;
     if constexpr (S::ALIGN_SLACK > 0)
         ring += (0u - (uint32_t)__cvta_generic_to_shared(ring)) % (uint32_t)S::ALIGN_SLACK;
-    const sy_attn_prefill_mma_copies<S> copies(p, h, k_row0);
+    const auto copies = [&] {
+        if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
+            return sy_attn_prefill_mma_copies<S>(p, h, k_row0);
+        else
+            return sy_attn_prefill_mma_paged_copies<S, VT>(p, at, h, (int)span_lo);
+    }();
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
     constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
     unsigned char *const q_tile = ring + (S::WARPGROUP ? S::STAGES : S::STAGES - 1) * S::STAGE_BYTES;
@@ -546,7 +663,11 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             sy_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                sy_wgmma_m64k16<64, 1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
+                /* V's tile as the N-major B ([key][dim]), or transposed as the K-major B K's is */
+                if constexpr (VT)
+                    sy_wgmma_m64k16<64, 0, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 32 * kk));
+                else
+                    sy_wgmma_m64k16<64, 1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
                 sy_wgmma_m64k16<8, 0, true>(l, pa[kk], ones_desc);
             }
             sy_wgmma_commit();
@@ -592,7 +713,10 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                 for (int dp = 0; dp < S::DT / 2; dp++) {
                     /* matrices: keys 16 kk + 8 (mi % 2) .., dims 16 dp + 8 (mi / 2): B of n-tiles 2 dp and 2 dp + 1 */
                     uint32_t vb[4];
-                    sy_ldmatrix_x4<true>(vb, v_tile + (16 * kk + 8 * (mi % 2) + mr) * S::KV_ROW_BYTES + (16 * dp + 8 * (mi / 2)) * 2);
+                    if constexpr (VT) /* [dim][key]: matrices dims 16 dp + 8 (mi / 2) .., keys 16 kk + 8 (mi % 2), as K's */
+                        sy_ldmatrix_x4<false>(vb, v_tile + (16 * dp + 8 * (mi / 2) + mr) * S::KV_ROW_BYTES + (16 * kk + 8 * (mi % 2)) * 2);
+                    else
+                        sy_ldmatrix_x4<true>(vb, v_tile + (16 * kk + 8 * (mi % 2) + mr) * S::KV_ROW_BYTES + (16 * dp + 8 * (mi / 2)) * 2);
 #pragma unroll
                     for (int mt = 0; mt < S::MT; mt++) {
                         sy_mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -649,25 +773,49 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
  * 4 GiB from the next (its copies step from key to key in 32 bits). */
 static inline bool sy_attn_gpu_prefill_mma_takes(const sy_attn_gpu_prefill &p, int32_t kv_dtype)
 {
+    /* pages: 16-byte aligned pieces, a transposed V at head dim 64 only (its tile is K's shape) */
+    if (p.block_tables)
+        return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned &&
+               (p.dims.layout != SY_LAYOUT_VECTORIZED_5D || p.head_dim <= 64);
     const int64_t row_limit = (int64_t)(UINT32_MAX / 2);
     return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned && p.k_s0 >= 0 && p.k_s0 <= row_limit &&
            p.v_s0 >= 0 && p.v_s0 <= row_limit;
 }
 
-template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
-static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
-                                                   sy_error *err)
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC, int SRC>
+static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
+                                                    sy_error *err)
 {
     using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
         SY_GPU_CHECKF(err,
-                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC>,
+                      cudaFuncSetAttribute(sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC, SRC>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES),
                       "for %d bytes of shared memory", S::SMEM_BYTES);
     SY_GPU_LAUNCH(grid, SY_ATTN_GPU_THREADS, S::SMEM_BYTES, stream,
-                  sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC>)(p);
+                  sy_attn_gpu_prefill_mma_kernel<DMAX, QPLANES, LONG, ASYNC, SRC>)(p);
     return SY_OK;
+}
+
+/* The variant for the call's K/V source: linear rows, or pages (never LONG, whose 128-key tiles
+ * span two 64-token pages; a transposed V only at head dim 64, sy_attn_gpu_prefill_mma_takes). */
+template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
+static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
+                                                   sy_error *err)
+{
+    if constexpr (!LONG) {
+        if (p.block_tables && p.dims.layout == SY_LAYOUT_VECTORIZED_5D) {
+            if constexpr (DMAX == 64)
+                return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_PAGED_VT>(p, grid,
+                                                                                                           stream, err);
+            return sy_op_fail(err, SY_E_UNSUPPORTED, "prefill_paged: a vectorized_5d V tile at head dim bucket %d", DMAX);
+        }
+        if (p.block_tables)
+            return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_PAGED>(p, grid, stream,
+                                                                                                    err);
+    }
+    return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_LINEAR>(p, grid, stream, err);
 }
 
 /* long_rows: sy_attn_gpu_prefill_mma_long's answer, which the grid's rows were sized by;

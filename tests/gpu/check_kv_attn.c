@@ -824,9 +824,10 @@ static void read_back(uint32_t layout, const paged *pg, const int32_t *slots, in
 
 /* Writes lens[b] random tokens per sequence through the cpu kv plugin into shuffled pages; page 0
  * and unused pages keep NaN bytes. With a window, table entries of pages wholly before the window
- * are 0 (freed), as in an SWA pool. */
+ * of the sequence's first query (its last chunk[b] tokens; chunk NULL: one, decode) are 0 (freed),
+ * as in an SWA pool. */
 static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, uint32_t D, uint32_t B,
-                        const int32_t *lens, int32_t window)
+                        const int32_t *lens, const int32_t *chunk, int32_t window)
 {
     paged pg;
     int64_t pages = 1, max_blocks = 1;
@@ -888,8 +889,9 @@ static paged make_paged(uint32_t layout, int32_t store, uint32_t P, uint32_t H, 
         pg.v_held[b] = xmalloc(n_vals * sizeof(float));
         read_back(layout, &pg, slots, len, pg.k_held[b], pg.v_held[b]);
         free(slots), free(k), free(v);
-        if (window > 0 && len > window)
-            for (int64_t j = 0; j < (len - window) / P; j++)
+        const int64_t first_pos = len - (chunk ? chunk[b] : 1);
+        if (window > 0 && first_pos + 1 > window)
+            for (int64_t j = 0; j < (first_pos + 1 - window) / P; j++)
                 pg.tables[b * max_blocks + j] = 0;
     }
     free(order);
@@ -970,7 +972,7 @@ static void decode_case(const decode_shape *s)
              s->window, s->sinks ? "/sinks" : "", s->splits, s->q_pad ? "/qstride" : "");
     if (!want(name))
         return;
-    paged pg = make_paged(s->layout, s->kv, s->P, s->h.hkv, s->h.d, s->B, s->lens, s->window);
+    paged pg = make_paged(s->layout, s->kv, s->P, s->h.hkv, s->h.d, s->B, s->lens, NULL, s->window);
     const size_t pb = pool_bytes(&pg.g), q_elems = (size_t)s->B * s->h.hq * s->h.d, qe = es(s->q);
     void *q = xmalloc(q_elems * qe), *out_cpu = xmalloc(q_elems * qe), *out_gpu = xmalloc(q_elems * qe);
     void *out_gpu2 = xmalloc(q_elems * qe);
@@ -1289,6 +1291,147 @@ static void prefill_cases(void)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* attention: prefill over the pool's pages (prefill_paged)                                    */
+
+typedef struct paged_prefill_shape {
+    heads h;
+    uint32_t layout;
+    int32_t kv, q;
+    uint32_t P;
+    uint32_t B;
+    int32_t lens[4], chunk[4]; /* sequence b: the last chunk[b] of its lens[b] keys are queries */
+    int32_t window;
+    uint8_t sinks;
+} paged_prefill_shape;
+
+static void paged_prefill_case(const paged_prefill_shape *s, const char *variant)
+{
+    char name[176];
+    int32_t lq = 0;
+    for (uint32_t b = 0; b < s->B; b++)
+        lq += s->chunk[b];
+    snprintf(name, sizeof name, "attn.prefill_paged/%s/%s/q%s/P%u/Hq%uHkv%uD%u/B%u/ctx%d/lq%d/w%d%s%s",
+             layout_tag(s->layout), tag(s->kv), tag(s->q), s->P, s->h.hq, s->h.hkv, s->h.d, s->B, s->lens[0], lq,
+             s->window, s->sinks ? "/sinks" : "", variant);
+    if (!want(name))
+        return;
+    paged pg = make_paged(s->layout, s->kv, s->P, s->h.hkv, s->h.d, s->B, s->lens, s->chunk, s->window);
+    const size_t pb = pool_bytes(&pg.g), cu_bytes = sizeof(int32_t) * (s->B + 1);
+    int32_t *cu_q = xmalloc(cu_bytes);
+    cu_q[0] = 0;
+    for (uint32_t b = 0; b < s->B; b++)
+        cu_q[b + 1] = cu_q[b] + s->chunk[b];
+    const int64_t Tq = cu_q[s->B];
+    const size_t q_elems = (size_t)Tq * s->h.hq * s->h.d, qe = es(s->q);
+    void *q = xmalloc(q_elems * qe), *out_cpu = xmalloc(q_elems * qe), *out_gpu = xmalloc(q_elems * qe);
+    fill_q(s->q, s->kv, q, q_elems);
+    float *sinks = s->sinks ? make_sinks(s->h.hq) : NULL;
+    int64_t qshape[3] = {Tq, s->h.hq, s->h.d}, tshape[2] = {s->B, pg.max_blocks}, sshape[1] = {s->h.hq};
+    int64_t cshape[1] = {s->B + 1};
+    sy_attn_prefill_paged_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.geom = pg.g;
+    a.q = sy_tensor_contiguous(q, s->q, 3, qshape);
+    a.out = sy_tensor_contiguous(out_cpu, s->q, 3, qshape);
+    a.k_cache = pg.kc;
+    a.v_cache = pg.vc;
+    a.block_tables = sy_tensor_contiguous(pg.tables, SY_DTYPE_I32, 2, tshape);
+    a.context_lens = index_tensor((int32_t *)s->lens, s->B);
+    a.cu_seqlens_q = sy_tensor_contiguous(cu_q, SY_DTYPE_I32, 1, cshape);
+    if (sinks)
+        a.sinks = sy_tensor_contiguous(sinks, F32, 1, sshape);
+    a.scale = (float)(1.0 / sqrt((double)s->h.d));
+    a.causal = 1;
+    a.window = s->window;
+    a.k_scale = K_SCALE;
+    a.v_scale = V_SCALE;
+    sy_error err = {{0}};
+    call("cpu prefill_paged", sy_attention_prefill_paged(attn.cpu->ops)(attn.cpu_ctx, NULL, &a, &err), &err);
+    void *d_kc = dev_copy(pg.kc, pb), *d_vc = dev_copy(pg.vc, pb), *d_q = dev_copy(q, q_elems * qe);
+    void *d_out = dev_alloc(q_elems * qe), *d_cq = dev_copy(cu_q, cu_bytes);
+    void *d_tables = dev_copy(pg.tables, sizeof *pg.tables * s->B * (size_t)pg.max_blocks);
+    void *d_lens = dev_copy(s->lens, sizeof s->lens[0] * s->B);
+    void *d_sinks = sinks ? dev_copy(sinks, sizeof *sinks * s->h.hq) : NULL;
+    GPU_CALL("poison", gpu->memset_async(gpu_ctx, stream, d_out, 0xFF, q_elems * qe, GERR));
+    sy_attn_prefill_paged_args d = a;
+    d.q.data = d_q;
+    d.out.data = d_out;
+    d.k_cache = d_kc;
+    d.v_cache = d_vc;
+    d.block_tables.data = d_tables;
+    d.context_lens.data = d_lens;
+    d.cu_seqlens_q.data = d_cq;
+    d.sinks.data = d_sinks;
+    call("gpu prefill_paged", sy_attention_prefill_paged(attn.gpu->ops)(attn.gpu_ctx, stream, &d, &err), &err);
+    download(out_gpu, d_out, q_elems * qe);
+    const double tol = attention_tolerance(s->q, s->kv);
+    closeness c = compare_values(s->q, out_gpu, out_cpu, q_elems);
+    int ok = c.nonfinite == 0 && c.rel_l2 <= tol;
+    char vs_double[64] = "";
+    if (s->q == F32) {
+        /* query i of sequence b sits at lens[b] - chunk[b] + i, over what the pool holds */
+        const uint32_t H = s->h.hkv, D = s->h.d, hq = s->h.hq;
+        double *ref = xmalloc(sizeof *ref * q_elems);
+        for (uint32_t b = 0; b < s->B; b++)
+            for (int32_t i = 0; i < s->chunk[b]; i++) {
+                const int64_t pos = s->lens[b] - s->chunk[b] + i;
+                const int64_t lo = s->window > 0 && pos + 1 > s->window ? pos + 1 - s->window : 0;
+                for (uint32_t h = 0; h < hq; h++) {
+                    const size_t head = (size_t)(h / (hq / H)) * D, row = ((size_t)(cu_q[b] + i) * hq + h) * D;
+                    sy_ref_attend((const float *)q + row, D, pg.k_held[b] + head, pg.v_held[b] + head, (size_t)H * D,
+                                  lo, pos + 1, a.scale, sinks ? &sinks[h] : NULL, ref + row, NULL);
+                }
+            }
+        check_against_double(out_gpu, ref, q_elems, tol, &ok, vs_double, sizeof vs_double);
+    }
+    verdict(name, ok, "rel_l2 %.2e (max abs %.2e, %lld non-finite) <= %.0e%s", c.rel_l2, c.max_abs, c.nonfinite, tol,
+            vs_double);
+    dev_free(d_kc), dev_free(d_vc), dev_free(d_q), dev_free(d_out), dev_free(d_cq), dev_free(d_tables), dev_free(d_lens);
+    if (d_sinks)
+        dev_free(d_sinks);
+    free(q), free(out_cpu), free(out_gpu), free(sinks), free(cu_q);
+    free_paged(&pg);
+}
+
+static void paged_prefill_cases(void)
+{
+    static const paged_prefill_shape shapes[] = {
+        /* gpt-oss-120b: pages of 64 (a tile a page), both layouts, window 128 and full */
+        {GPT_OSS, NHD, BF16, BF16, 64, 4, {1000, 1, 129, 77}, {37, 1, 64, 77}, 0, 1},
+        {GPT_OSS, V5D, BF16, BF16, 64, 4, {1000, 1, 129, 77}, {200, 1, 129, 5}, 128, 1},
+        {GPT_OSS, V5D, BF16, F32, 64, 3, {700, 65, 300}, {300, 64, 1}, 0, 1},
+        {GPT_OSS, NHD, BF16, F32, 64, 3, {700, 65, 300}, {300, 64, 1}, 128, 1},
+        /* pages smaller than a tile (a tile's keys on several pages), and not a multiple of 8 */
+        {GPT_OSS, NHD, BF16, BF16, 16, 3, {300, 17, 128}, {65, 17, 100}, 128, 1},
+        {GPT_OSS, V5D, BF16, BF16, 16, 3, {300, 17, 128}, {65, 17, 100}, 37, 1},
+        {GPT_OSS, V5D, BF16, F32, 24, 3, {300, 17, 128}, {100, 3, 128}, 0, 0},
+        {GPT_OSS, NHD, BF16, BF16, 13, 3, {300, 17, 128}, {100, 3, 128}, 37, 1},
+        /* pages larger than a tile */
+        {GPT_OSS, V5D, BF16, BF16, 128, 2, {1000, 129}, {300, 129}, 128, 1},
+        /* the CUDA-core kernel: fp8 and f32 pools, head dims past 64 in vectorized_5d */
+        {GPT_OSS, V5D, FP8, BF16, 64, 3, {700, 65, 300}, {300, 64, 1}, 128, 1},
+        {GPT_OSS, NHD, FP8, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 0, 1},
+        {ODD40, V5D, F32, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 37, 1},
+        {ODD80, V5D, BF16, F32, 64, 3, {300, 17, 128}, {65, 17, 100}, 0, 1},
+        {MHA128, NHD, BF16, BF16, 64, 2, {500, 70}, {200, 70}, 128, 1},
+        {ODD48, NHD, BF16, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 37, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (quick && i % 3 != 0)
+            continue;
+        paged_prefill_case(&shapes[i], "");
+#if defined(SY_CHECK_EMULATED) && SY_EMU_WARP_SIZE == 32
+        if (shapes[i].kv == BF16 && shapes[i].q == BF16 && shapes[i].h.d <= 64) {
+            sy_attn_paged_gpu_emu_prefill_warpgroup(attn.gpu_ctx, 0);
+            paged_prefill_case(&shapes[i], "/mma_sync");
+            sy_attn_paged_gpu_emu_prefill_warpgroup(attn.gpu_ctx, 1);
+        }
+#endif
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* rope                                                                                        */
 
 static sy_rope_params rope_params(int yarn, uint32_t d)
@@ -1550,6 +1693,7 @@ int main(int argc, char **argv)
     kv_cases();
     decode_cases();
     prefill_cases();
+    paged_prefill_cases();
     rope_cases();
     printf("%d passed, %d failed\n", passed, failed);
     if (passed + failed == 0)

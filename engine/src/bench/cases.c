@@ -115,7 +115,8 @@ static void build(void)
         const char *part;
     } EXTEND[] = {{SY_BENCH_OP_EXTEND_GATHER, "gather"},
                   {SY_BENCH_OP_EXTEND_PREFILL, "prefill"},
-                  {SY_BENCH_OP_EXTEND_TOTAL, "total"}};
+                  {SY_BENCH_OP_EXTEND_TOTAL, "total"},
+                  {SY_BENCH_OP_EXTEND_PAGED, "paged"}};
     for (size_t l = 0; l < n_kv; l++)
         for (size_t i = 0; i < sizeof EXTEND / sizeof EXTEND[0]; i++) {
             c = add(EXTEND[i].op, KV_LAYOUTS[l], &EXTEND_FULL, &EXTEND_QUICK);
@@ -174,6 +175,7 @@ const char *sy_bench_op_name(int32_t op)
     case SY_BENCH_OP_EXTEND_GATHER: return "kv_layout.gather";
     case SY_BENCH_OP_EXTEND_PREFILL: return "attention.prefill_linear";
     case SY_BENCH_OP_EXTEND_TOTAL: return "kv_layout.gather+attention.prefill_linear";
+    case SY_BENCH_OP_EXTEND_PAGED: return "attention.prefill_paged";
     case SY_BENCH_OP_KV_WRITE: return "kv_layout.write";
     case SY_BENCH_OP_ROPE: return "rope.rope";
     case SY_BENCH_OP_ROPE_KV_WRITE: return "rope.rope_kv_write";

@@ -18,6 +18,7 @@ typedef enum sy_bench_op {
     SY_BENCH_OP_EXTEND_GATHER,  /* the gather of an extend call alone */
     SY_BENCH_OP_EXTEND_PREFILL, /* its prefill_linear alone */
     SY_BENCH_OP_EXTEND_TOTAL,   /* gather then prefill_linear, timed as one call */
+    SY_BENCH_OP_EXTEND_PAGED,   /* the same call as prefill_paged over the pool, nothing gathered */
     SY_BENCH_OP_KV_WRITE,
     SY_BENCH_OP_ROPE,
     SY_BENCH_OP_ROPE_KV_WRITE,

@@ -88,7 +88,8 @@ static void run_case(sy_bench_run_state *run, const sy_bench_case *c, sy_bench_r
     case SY_BENCH_OP_PREFILL: sy_bench_op_prefill(&j); break;
     case SY_BENCH_OP_EXTEND_GATHER:
     case SY_BENCH_OP_EXTEND_PREFILL:
-    case SY_BENCH_OP_EXTEND_TOTAL: sy_bench_op_extend(&j); break;
+    case SY_BENCH_OP_EXTEND_TOTAL:
+    case SY_BENCH_OP_EXTEND_PAGED: sy_bench_op_extend(&j); break;
     case SY_BENCH_OP_KV_WRITE: sy_bench_op_kv_write(&j); break;
     case SY_BENCH_OP_ROPE:
     case SY_BENCH_OP_ROPE_KV_WRITE: sy_bench_op_rope(&j); break;

@@ -1,8 +1,9 @@
 /* extend cases: a later prefill chunk of one sequence, as the engine's forward runs it. The pool
- * already holds the prefix and the chunk's own K/V (written before attention), so kv_layout.gather
- * reads prefix + chunk back to linear K/V and prefill_linear attends the chunk's queries to them
- * (causal, sinks). Three cases time the gather alone, the prefill alone (over linear K/V as the
- * gather leaves them, the same for every layout) and the two back to back as one call. */
+ * already holds the prefix and the chunk's own K/V (written before attention), so either
+ * kv_layout.gather reads prefix + chunk back to linear K/V and prefill_linear attends the chunk's
+ * queries to them (causal, sinks), or prefill_paged attends them to the pool's pages. Four cases
+ * time the gather alone, the prefill alone (over linear K/V as the gather leaves them, the same
+ * for every layout), the two back to back as one call, and prefill_paged. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ typedef struct extend_calls {
     sy_stream stream;
     sy_kv_gather_args *gather; /* one per input copy */
     sy_attn_prefill_args *prefill;
+    sy_attn_prefill_paged_args *paged;
 } extend_calls;
 
 static sy_status gather_once(void *user, uint32_t copy, sy_error *err)
@@ -35,6 +37,12 @@ static sy_status prefill_once(void *user, uint32_t copy, sy_error *err)
     return e->attn->prefill_linear(e->attn_ctx, e->stream, &e->prefill[copy], err);
 }
 
+static sy_status paged_once(void *user, uint32_t copy, sy_error *err)
+{
+    const extend_calls *e = user;
+    return sy_attention_prefill_paged(e->attn)(e->attn_ctx, e->stream, &e->paged[copy], err);
+}
+
 static sy_status total_once(void *user, uint32_t copy, sy_error *err)
 {
     sy_status st = gather_once(user, copy, err);
@@ -44,7 +52,9 @@ static sy_status total_once(void *user, uint32_t copy, sy_error *err)
 void sy_bench_op_extend(sy_bench_job *j)
 {
     const int32_t op = j->c->op;
-    const int gathers = op != SY_BENCH_OP_EXTEND_PREFILL, attends = op != SY_BENCH_OP_EXTEND_GATHER;
+    const int paged = op == SY_BENCH_OP_EXTEND_PAGED;
+    const int gathers = op == SY_BENCH_OP_EXTEND_GATHER || op == SY_BENCH_OP_EXTEND_TOTAL;
+    const int attends = op != SY_BENCH_OP_EXTEND_GATHER, pooled = gathers || paged;
     const sy_bench_heads h = sy_bench_job_heads(j);
     const uint32_t P = SY_BENCH_PAGE_SIZE, lq = j->s->chunk, lk = j->s->context + j->s->chunk;
     const size_t es = sy_dtype_size(BF16), q_elems = (size_t)lq * h.q_heads * h.head_dim;
@@ -54,6 +64,9 @@ void sy_bench_op_extend(sy_bench_job *j)
     if (gathers)
         snprintf(j->r->note, sizeof j->r->note, "the gather reads prefix + chunk (%u rows) back from the pool, as the "
                                                 "engine's forward does", lk);
+    if (paged)
+        snprintf(j->r->note, sizeof j->r->note, "prefill_paged reads prefix + chunk (%u keys) from the pool's pages, "
+                                                "as the engine's forward does where composed", lk);
     extend_calls calls;
     memset(&calls, 0, sizeof calls);
     calls.stream = j->run->side.stream;
@@ -96,7 +109,26 @@ void sy_bench_op_extend(sy_bench_job *j)
     a.k_scale = a.v_scale = 1.0f;
     if (gathers && !sy_bench_job_check(j, "kv_layout caps", sy_check_kv_gather_caps(kv_plugin, &g, &err), &err))
         return;
-    if (attends && !sy_bench_job_check(j, "attention caps", sy_check_prefill_caps(attn_plugin, &a, &err), &err))
+    sy_attn_prefill_paged_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.struct_size = sizeof pa;
+    pa.geom = g.geom;
+    pa.q = a.q;
+    pa.out = a.out;
+    pa.block_tables = sy_t2(NULL, I32, 1, (lk + P - 1) / P);
+    pa.context_lens = sy_t1(NULL, I32, 1);
+    pa.cu_seqlens_q = a.cu_seqlens_q;
+    pa.sinks = a.sinks;
+    pa.scale = a.scale;
+    pa.causal = 1;
+    pa.k_scale = pa.v_scale = 1.0f;
+    pa.geom.page_size = P;
+    pa.geom.head_dim = h.head_dim;
+    pa.geom.kv_heads = h.kv_heads;
+    if (paged && !sy_bench_job_check(j, "attention caps", sy_check_prefill_paged_caps(attn_plugin, &pa, &err), &err))
+        return;
+    if (attends && !paged &&
+        !sy_bench_job_check(j, "attention caps", sy_check_prefill_caps(attn_plugin, &a, &err), &err))
         return;
 
     /* The whole call's traffic is the sum of its two ops' (the linear K/V is written, then read). */
@@ -111,21 +143,28 @@ void sy_bench_op_extend(sy_bench_job *j)
     sy_bench_job_traffic(j, t);
     const uint32_t copies = sy_bench_job_copies(j, t.bytes), pages_per_copy = (lk + P - 1) / P;
     const uint32_t *pages = NULL;
-    if (gathers) {
+    if (pooled) {
         if (!sy_bench_job_geometry(j, j->c->layout, BF16, copies * pages_per_copy + 1, P, &g.geom))
             return;
         g.k_cache = sy_bench_job_random(j, BF16, g.geom.k_elems);
         g.v_cache = sy_bench_job_random(j, BF16, g.geom.v_elems);
         pages = sy_bench_shuffled_pages(j, g.geom.num_pages);
+        pa.geom = g.geom;
+        pa.k_cache = g.k_cache;
+        pa.v_cache = g.v_cache;
     }
-    int32_t cu_q[2] = {0, (int32_t)lq}, cu_k[2] = {0, (int32_t)lk};
+    int32_t cu_q[2] = {0, (int32_t)lq}, cu_k[2] = {0, (int32_t)lk}, lens[1] = {(int32_t)lk};
     if (attends) {
         a.cu_seqlens_q.data = sy_bench_job_upload(j, cu_q, sizeof cu_q);
         a.cu_seqlens_k.data = sy_bench_job_upload(j, cu_k, sizeof cu_k);
         a.sinks.data = sy_bench_job_sinks(j, h.q_heads);
+        pa.cu_seqlens_q = a.cu_seqlens_q;
+        pa.sinks = a.sinks;
+        pa.context_lens.data = sy_bench_job_upload(j, lens, sizeof lens);
     }
     calls.gather = sy_bench_job_host(j, copies * sizeof g);
     calls.prefill = sy_bench_job_host(j, copies * sizeof a);
+    calls.paged = sy_bench_job_host(j, copies * sizeof pa);
     for (uint32_t c = 0; c < copies && sy_bench_job_ok(j); c++) {
         sy_kv_gather_args *gc = &calls.gather[c];
         sy_attn_prefill_args *ac = &calls.prefill[c];
@@ -146,13 +185,27 @@ void sy_bench_op_extend(sy_bench_job *j)
         if (attends) {
             ac->q.data = sy_bench_job_random(j, BF16, q_elems);
             ac->out.data = sy_bench_job_alloc(j, q_elems * es);
-            if (sy_bench_job_ok(j))
+            if (sy_bench_job_ok(j) && !paged)
                 sy_bench_job_check(j, "host check of prefill_linear", sy_check_prefill_args(ac, cu_q, cu_k, &err),
                                    &err);
         }
+        if (paged) {
+            sy_attn_prefill_paged_args *pc = &calls.paged[c];
+            *pc = pa;
+            pc->q = ac->q;
+            pc->out = ac->out;
+            int32_t *table = sy_bench_job_host(j, (size_t)pages_per_copy * sizeof *table);
+            for (uint32_t i = 0; table && i < pages_per_copy; i++)
+                table[i] = (int32_t)pages[(size_t)c * pages_per_copy + i];
+            pc->block_tables.data = table ? sy_bench_job_upload(j, table, (size_t)pages_per_copy * sizeof *table) : NULL;
+            if (sy_bench_job_ok(j))
+                sy_bench_job_check(j, "host check of prefill_paged",
+                                   sy_check_prefill_paged_args(pc, table, lens, cu_q, &err), &err);
+        }
     }
-    sy_bench_call_fn call = op == SY_BENCH_OP_EXTEND_GATHER ? gather_once
+    sy_bench_call_fn call = op == SY_BENCH_OP_EXTEND_GATHER    ? gather_once
                             : op == SY_BENCH_OP_EXTEND_PREFILL ? prefill_once
-                                                                : total_once;
+                            : paged                            ? paged_once
+                                                               : total_once;
     sy_bench_job_time(j, call, &calls, copies);
 }
