@@ -37,6 +37,7 @@ MOE_LAYOUTS = ("interleave", "separated")
 # kind says what is measured:
 #   speedup      reference time / our time (same work on both sides: a rate ratio too)
 #   time_ratio   our time / reference time
+#   added_share  (our time - reference time) / our time: the share of our call the reference lacks
 #   rate         our `field` / the reference's `field` (TFLOPs or GBps: for work that differs)
 #   copy_share   our GB/s / the copy bandwidth measured in the same bench run
 #   byte_floor   our time / (our bytes over the copy bandwidth)
@@ -93,6 +94,10 @@ TARGETS = [
     target("Extend, 4096-token prefix + 512-token chunk: the KV gather costs under 10% of the call",
            "extend.{layout}.gather.prefix4096.chunk512", [("kernels", "extend.{layout}.total.prefix4096.chunk512")],
            "the whole call", kind="time_ratio", op="<", threshold=0.10, layouts=KV_LAYOUTS, percent=True),
+    target("Extend, 4096-token prefix + 512-token chunk, read from the pages (attention.prefill_paged, no gather): "
+           "reading K/V from the pool costs under 10% of the call", "extend.{layout}.paged.prefix4096.chunk512",
+           [("kernels", "extend.{layout}.prefill.prefix4096.chunk512")], "prefill_linear over contiguous K/V",
+           kind="added_share", op="<", threshold=0.10, layouts=KV_LAYOUTS, percent=True),
     target("KV write of 16384 prefill tokens: at least 75% of copy bandwidth", "kv_write.{layout}.T16384",
            kind="copy_share", threshold=0.75, layouts=KV_LAYOUTS, show="GBps", percent=True),
     target("KV write of 16384 prefill tokens: at least 4x faster than PyTorch index_put into an NHD pool",
@@ -363,6 +368,8 @@ def kernel_row(t, layout, kernels, peers):
         return judged(t, layout, our_text, reference, ref_us / ours["median_us"])
     if t.kind == "time_ratio":
         return judged(t, layout, our_text, reference, ours["median_us"] / ref_us)
+    if t.kind == "added_share":
+        return judged(t, layout, our_text, reference, (ours["median_us"] - ref_us) / ours["median_us"])
     if t.kind == "absolute_us":
         return judged(t, layout, our_text, reference, ours["median_us"])
     if t.kind == "rate":
