@@ -258,8 +258,12 @@ struct sy_attn_prefill_mma_paged_copies {
     SY_DEV sy_attn_prefill_mma_paged_copies(const sy_attn_gpu_prefill &p, const sy_attn_gpu_prefill_place &at,
                                             uint32_t h, int first_key)
     {
-        const int c = (int)threadIdx.x % PIECES_PER_ROW;
-        key0 = (int)threadIdx.x / PIECES_PER_ROW;
+        /* A warp's copies of one instruction as few whole lines as the layout allows: nhd stores a
+         * key's pieces side by side (lanes take a key's pieces, then the next key's), vectorized_5d
+         * a piece's keys (K; V: a key group's dims) side by side (lanes take 16 keys of one piece). */
+        const bool piece_major = p.dims.layout == SY_LAYOUT_VECTORIZED_5D;
+        const int c = piece_major ? (int)threadIdx.x / KEY_STEP : (int)threadIdx.x % PIECES_PER_ROW;
+        key0 = piece_major ? (int)threadIdx.x % KEY_STEP : (int)threadIdx.x / PIECES_PER_ROW;
         group = c;
         smem = S::kv_offset(key0, c);
         head_dim = p.head_dim;
@@ -296,9 +300,12 @@ struct sy_attn_prefill_mma_paged_copies {
     SY_DEV void issue(int lim, int t0, unsigned char *k_stage, unsigned char *v_stage) const
     {
         constexpr bool V_ROWS = !VT;
+        /* the tile's page, read once for both tensors where the tile lies in one page */
+        const uint64_t tile_page = tile_in_page ? (uint64_t)(uint32_t)table[sy_fast_div_quot(page, (uint32_t)t0)] : 0;
+        const uint32_t tile_off = tile_in_page ? (uint32_t)t0 - sy_fast_div_quot(page, (uint32_t)t0) * page.divisor : 0;
         if (tile_in_page) {
-            const unsigned char *kp = at_key(k, k_key, t0) + (uint64_t)key0 * k_key;
-            const unsigned char *vp = V_ROWS ? at_key(v, v_key, t0) + (uint64_t)key0 * v_key : nullptr;
+            const unsigned char *kp = k + tile_page * page_bytes + (uint64_t)(tile_off + key0) * k_key;
+            const unsigned char *vp = v + tile_page * page_bytes + (uint64_t)(tile_off + key0) * v_key;
 #pragma unroll
             for (int i = 0; i < S::PER_THREAD; i++) {
                 const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
@@ -324,12 +331,24 @@ struct sy_attn_prefill_mma_paged_copies {
             /* V's rows are dims key0 + KEY_STEP i, its pieces the 8 keys of this thread's group;
              * the group shares a page (8 divides P); keys past lk are zeros (cp.async's tail) */
             const int key = t0 + 8 * group;
-            const int bytes = key + 8 <= kmin || key >= lk ? 0 : lk - key >= 8 ? 16 : 2 * (lk - key);
-            const unsigned char *vp = bytes ? at_key(v, v_key, key) : v;
+            const bool live = key + 8 > kmin && key < lk;
+            const unsigned char *vp = !live ? v
+                                      : tile_in_page ? v + tile_page * page_bytes + (uint64_t)(tile_off + 8 * group) * v_key
+                                                     : at_key(v, v_key, key);
+            if (key + 8 <= lk) { /* whole groups: a copy or none (a predicate, no byte count) */
 #pragma unroll
-            for (int i = 0; i < S::PER_THREAD; i++) {
-                const bool dim_ok = (uint32_t)(key0 + KEY_STEP * i) < head_dim;
-                sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16, dim_ok ? bytes : 0);
+                for (int i = 0; i < S::PER_THREAD; i++) {
+                    const bool have = live && (uint32_t)(key0 + KEY_STEP * i) < head_dim;
+                    sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16, have ? 16 : 0);
+                }
+            } else {
+                const int bytes = live ? 2 * (lk - key) : 0;
+#pragma unroll
+                for (int i = 0; i < S::PER_THREAD; i++) {
+                    const bool dim_ok = (uint32_t)(key0 + KEY_STEP * i) < head_dim;
+                    sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16,
+                                  dim_ok ? bytes : 0);
+                }
             }
         }
     }
