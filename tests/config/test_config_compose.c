@@ -271,8 +271,17 @@ END_TEST
 
 START_TEST(rule7_prefill_paged)
 {
+    /* The default is off: later chunks gather whatever the plugin declares. */
+    composed r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n");
+    expect_count(&r.d, 0);
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
+                     "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's prefix and chunk "
+                     "to contiguous rows, then attention.prefill_linear");
+    composed_free(&r);
+
     /* auto: the default attention (fx_attn_nhd) declares no prefill_paged: later chunks gather. */
-    composed r = compose_text("q.yaml", "backend: cpu\n");
+    r = compose_text("q.yaml", "attention:\n  prefill_paged: auto\n");
     expect_count(&r.d, 0);
     ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
     const char *why = "gather (attention.prefill_paged = auto): fx_attn_nhd declares no prefill_paged; kv_layout.gather "
@@ -283,7 +292,7 @@ START_TEST(rule7_prefill_paged)
     free(text);
     composed_free(&r);
 
-    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n");
+    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n  prefill_paged: auto\n");
     expect_count(&r.d, 0);
     ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 1);
     ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
