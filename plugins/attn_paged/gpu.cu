@@ -324,7 +324,7 @@ static double mean_keys(int64_t B, int64_t Tq, int64_t Tk, int32_t causal, int32
 
 /* Grid and launch of a prefill whose K/V source p already names (linear rows or pages): the
  * tensor-core kernel where it takes the call, else the CUDA-core one. key_rows: the keys of the
- * whole batch, for the row-length estimate. */
+ * whole batch of linear rows, for the row-length estimate (0 for pages). */
 static sy_status prefill_launch(const attn_paged_gpu_ctx *ctx, const char *op, sy_attn_gpu_prefill &p,
                                 const sy_tensor &q, const sy_tensor &out, const sy_tensor &sinks, float scale,
                                 int32_t causal, int32_t window, int32_t kv_dt, float k_scale, float v_scale,
@@ -464,10 +464,9 @@ static sy_status prefill_launch(const attn_paged_gpu_ctx *ctx, const char *op, s
     p.page_div = sy_fast_div_of(g->page_size);
     p.kv_heads = H;
     p.head_dim = D;
-    /* the keys as if every sequence had the pool's pages of its table: only the row-length estimate reads it */
-    const int64_t key_rows = a->block_tables.shape[1] * (int64_t)g->page_size * B;
+    /* no key rows: only LONG's choice reads them, which pages never take */
     return prefill_launch(ctx, op, p, a->q, a->out, a->sinks, a->scale, a->causal, a->window, g->store_dtype,
-                          a->k_scale, a->v_scale, a->cu_seqlens_q, key_rows, stream, err);
+                          a->k_scale, a->v_scale, a->cu_seqlens_q, 0, stream, err);
 }
 
 #if defined(SY_EMU_TENSOR_CORES)

@@ -33,7 +33,8 @@
  * the block's 4 warps are one warpgroup and its 64 rows one m64 product, S = Q K^T with q's A
  * fragments read from shared memory every tile and K's tile as the K-major B, O += P V with P's A
  * fragments packed from S and V's tile as the N-major B; K/V tiles are stored 128-byte swizzled
- * (sy_attn_gpu_prefill_mma_launch has the measurements).
+ * (sy_attn_gpu_prefill_mma_launch has the measurements), except a vectorized_5d pool's, which keep
+ * its order and are read as K-major core matrices (sy_prefill_k_offset).
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -229,29 +230,56 @@ struct sy_attn_prefill_mma_copies {
 };
 
 /* Where a call's K/V tiles come from: contiguous rows (prefill_linear), or the pool's pages
- * (prefill_paged) with V's tile as K's ([key][dim]: nhd) or transposed ([dim][key]: vectorized_5d,
- * whose 16-byte vectors hold 8 keys of one dim). */
-enum { SY_PREFILL_SRC_LINEAR = 0, SY_PREFILL_SRC_PAGED = 1, SY_PREFILL_SRC_PAGED_VT = 2 };
+ * (prefill_paged): nhd's, whose tiles are stored as linear rows' ([key][dim], S::kv_offset), or
+ * vectorized_5d's, whose tiles keep the pool's order (sy_prefill_k_offset, sy_prefill_v_offset). */
+enum { SY_PREFILL_SRC_LINEAR = 0, SY_PREFILL_SRC_PAGED = 1, SY_PREFILL_SRC_PAGED_5D = 2 };
+
+/* Byte offsets of 16-byte pieces in the K and V tiles of source SRC: K's piece `piece` (dims
+ * 8 piece ..) of key `key`; V's piece `piece` of row `row` (nhd and linear rows: dims of a key;
+ * vectorized_5d: the 8 keys of group `piece` of dim `row`). A vectorized_5d tile keeps the pool's
+ * order, piece-major with a piece's rows contiguous (K: KT keys a piece of 8 dims; V: DIMS dims a
+ * group of 8 keys), which are K-major core matrices for both products. In the swizzled [key][dim]
+ * order every 32-byte sector of that pool (two keys of one piece) was split over two rows of the
+ * tile: ncu (H200, the extend chunk) counted twice nhd's L2 sectors and 70% of the shared-memory
+ * wavefronts as excess, "Mem Busy" 82%, 265 us against nhd's 111. */
+template <class S, int SRC>
+SY_DEV constexpr int sy_prefill_k_offset(int key, int piece)
+{
+    return SRC == SY_PREFILL_SRC_PAGED_5D ? (piece * S::KT + key) * 16 : S::kv_offset(key, piece);
+}
+
+template <class S, int SRC>
+SY_DEV constexpr int sy_prefill_v_offset(int row, int piece)
+{
+    return SRC == SY_PREFILL_SRC_PAGED_5D ? (piece * S::DIMS + row) * 16 : S::kv_offset(row, piece);
+}
 
 /* The copies of a paged call, with sy_attn_prefill_mma_copies's interface: each tile's keys are
  * found through the sequence's block table, one table read a tile where a tile lies in one page
  * (the page size a multiple of KT), else one a copy. A piece of K (and of nhd's V) is 8 dims of
- * one key, as in linear rows; with VT a piece of V is 8 keys of one dim, landing in row `dim` of
- * a tile shaped as K's (KT == DIMS), so that it is read as K is. Keys outside [kmin, lk) are zeros:
- * kmin is the block's first query's window start, whose page and those after it are live. */
-template <class S, bool VT>
+ * one key, as in linear rows; with V5D (vectorized_5d) a piece of V is 8 keys of one dim, row
+ * `dim` of piece `key group` in the tile (sy_prefill_v_offset). Keys outside [kmin, lk) are
+ * zeros: kmin is the block's first query's window start, whose page and those after it are live. */
+template <class S, bool V5D>
 struct sy_attn_prefill_mma_paged_copies {
     static constexpr int PIECES_PER_ROW = S::DIMS / 8, KEY_STEP = SY_ATTN_GPU_THREADS / PIECES_PER_ROW;
     static_assert(KEY_STEP * S::PER_THREAD == S::KT, "a tile's keys in whole steps");
     static_assert(!S::WARPGROUP || KEY_STEP % 8 == 0, "a thread's pieces share one swizzle row phase");
-    static_assert(!VT || S::KT == S::DIMS, "a transposed V tile has the K tile's shape");
+    static constexpr int SRC = V5D ? SY_PREFILL_SRC_PAGED_5D : SY_PREFILL_SRC_PAGED;
+    static constexpr int ROW_STEP = KEY_STEP * (V5D ? 16 : S::KV_ROW_BYTES); /* a thread's next row, KEY_STEP on */
+    /* V5D's V: a thread's group and its dims dim0 + V_DIM_STEP i, i < V_PER_THREAD */
+    static constexpr int V_GROUPS = S::KT / 8, V_DIM_STEP = SY_ATTN_GPU_THREADS / V_GROUPS,
+                         V_PER_THREAD = S::DIMS / V_DIM_STEP;
+    static_assert(!V5D || (V_DIM_STEP * V_PER_THREAD == S::DIMS && S::KT * S::DIMS * 2 <= S::TILE_BYTES),
+                  "a V tile's dims in whole steps, and the pool's order in a tile's bytes");
     const int32_t *table;        /* the sequence's row of block_tables */
     sy_fast_div page;            /* P */
     bool tile_in_page;           /* P is a multiple of KT */
-    const unsigned char *k, *v;  /* page 0's key 0 of this thread's piece (VT's V: its key group and first dim) */
+    const unsigned char *k, *v;  /* page 0's key 0 of this thread's piece (V5D's V: its key group and first dim) */
     uint64_t page_bytes;         /* from one page to the next */
     uint32_t k_key, v_key;       /* from one key to the next within a page */
-    int key0, group, smem, kmin, lk; /* group: VT's V key group (8 keys), the piece index */
+    int key0, smem, kmin, lk;
+    int group, dim0, v_smem;         /* V5D's V: the thread's key group (8 keys), first dim, its piece's offset */
     uint32_t head_dim;
     bool dims_ok;
 
@@ -261,11 +289,12 @@ struct sy_attn_prefill_mma_paged_copies {
         /* A warp's copies of one instruction as few whole lines as the layout allows: nhd stores a
          * key's pieces side by side (lanes take a key's pieces, then the next key's), vectorized_5d
          * a piece's keys (K; V: a key group's dims) side by side (lanes take 16 keys of one piece). */
-        const bool piece_major = p.dims.layout == SY_LAYOUT_VECTORIZED_5D;
-        const int c = piece_major ? (int)threadIdx.x / KEY_STEP : (int)threadIdx.x % PIECES_PER_ROW;
-        key0 = piece_major ? (int)threadIdx.x % KEY_STEP : (int)threadIdx.x / PIECES_PER_ROW;
-        group = c;
-        smem = S::kv_offset(key0, c);
+        const int c = V5D ? (int)threadIdx.x / KEY_STEP : (int)threadIdx.x % PIECES_PER_ROW;
+        key0 = V5D ? (int)threadIdx.x % KEY_STEP : (int)threadIdx.x / PIECES_PER_ROW;
+        smem = sy_prefill_k_offset<S, SRC>(key0, c);
+        group = (int)threadIdx.x / V_DIM_STEP;
+        dim0 = (int)threadIdx.x % V_DIM_STEP;
+        v_smem = sy_prefill_v_offset<S, SRC>(dim0, group);
         head_dim = p.head_dim;
         dims_ok = (uint32_t)c * 8u < p.head_dim;
         kmin = first_key;
@@ -275,12 +304,12 @@ struct sy_attn_prefill_mma_paged_copies {
         const uint64_t P = p.dims.page_size, H = p.dims.kv_heads, D = p.dims.head_dim;
         tile_in_page = P % S::KT == 0;
         page_bytes = P * H * D * 2;
-        if (p.dims.layout == SY_LAYOUT_VECTORIZED_5D) {
+        if constexpr (V5D) {
             /* K (pages, H, D/8, P, 8): a key's 8 dims of piece c are 16 bytes, keys 16 bytes apart */
             k = (const unsigned char *)p.k + (h * D * P + (uint64_t)c * P * 8) * 2;
             k_key = 16;
             /* V (pages, H, P/8, D, 8): 8 keys of dim d are 16 bytes, key groups D x 16 bytes apart */
-            v = (const unsigned char *)p.v + (h * D * P + (uint64_t)key0 * 8) * 2;
+            v = (const unsigned char *)p.v + (h * D * P + (uint64_t)dim0 * 8) * 2;
             v_key = (uint32_t)(D * 2);
         } else {
             k = (const unsigned char *)p.k + (h * D + (uint64_t)c * 8) * 2;
@@ -299,7 +328,7 @@ struct sy_attn_prefill_mma_paged_copies {
     /* K's tile (and nhd's V) of keys [t0, t0 + KT) into one stage; keys from `lim` on are zeros. */
     SY_DEV void issue(int lim, int t0, unsigned char *k_stage, unsigned char *v_stage) const
     {
-        constexpr bool V_ROWS = !VT;
+        constexpr bool V_ROWS = !V5D;
         /* the tile's page, read once for both tensors where the tile lies in one page */
         const uint64_t tile_page = tile_in_page ? (uint64_t)(uint32_t)table[sy_fast_div_quot(page, (uint32_t)t0)] : 0;
         const uint32_t tile_off = tile_in_page ? (uint32_t)t0 - sy_fast_div_quot(page, (uint32_t)t0) * page.divisor : 0;
@@ -308,7 +337,7 @@ struct sy_attn_prefill_mma_paged_copies {
             const unsigned char *vp = v + tile_page * page_bytes + (uint64_t)(tile_off + key0) * v_key;
 #pragma unroll
             for (int i = 0; i < S::PER_THREAD; i++) {
-                const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
+                const int key = t0 + key0 + KEY_STEP * i, at = smem + ROW_STEP * i;
                 const bool have = key >= kmin && key < lim;
                 sy_cp_async16(k_stage + at, have ? kp : k, have ? 16 : 0);
                 if constexpr (V_ROWS)
@@ -320,15 +349,15 @@ struct sy_attn_prefill_mma_paged_copies {
         } else {
 #pragma unroll
             for (int i = 0; i < S::PER_THREAD; i++) {
-                const int key = t0 + key0 + KEY_STEP * i, at = smem + KEY_STEP * i * S::KV_ROW_BYTES;
+                const int key = t0 + key0 + KEY_STEP * i, at = smem + ROW_STEP * i;
                 const bool have = key >= kmin && key < lim;
                 sy_cp_async16(k_stage + at, have ? at_key(k, k_key, key) : k, have ? 16 : 0);
                 if constexpr (V_ROWS)
                     sy_cp_async16(v_stage + at, have ? at_key(v, v_key, key) : v, have ? 16 : 0);
             }
         }
-        if constexpr (VT) {
-            /* V's rows are dims key0 + KEY_STEP i, its pieces the 8 keys of this thread's group;
+        if constexpr (V5D) {
+            /* V's rows are dims dim0 + V_DIM_STEP i, its pieces the 8 keys of this thread's group;
              * the group shares a page (8 divides P); keys past lk are zeros (cp.async's tail) */
             const int key = t0 + 8 * group;
             const bool live = key + 8 > kmin && key < lk;
@@ -337,17 +366,16 @@ struct sy_attn_prefill_mma_paged_copies {
                                                      : at_key(v, v_key, key);
             if (key + 8 <= lk) { /* whole groups: a copy or none (a predicate, no byte count) */
 #pragma unroll
-                for (int i = 0; i < S::PER_THREAD; i++) {
-                    const bool have = live && (uint32_t)(key0 + KEY_STEP * i) < head_dim;
-                    sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16, have ? 16 : 0);
+                for (int i = 0; i < V_PER_THREAD; i++) {
+                    const bool have = live && (uint32_t)(dim0 + V_DIM_STEP * i) < head_dim;
+                    sy_cp_async16(v_stage + v_smem + V_DIM_STEP * 16 * i, vp + V_DIM_STEP * 16 * i, have ? 16 : 0);
                 }
             } else {
                 const int bytes = live ? 2 * (lk - key) : 0;
 #pragma unroll
-                for (int i = 0; i < S::PER_THREAD; i++) {
-                    const bool dim_ok = (uint32_t)(key0 + KEY_STEP * i) < head_dim;
-                    sy_cp_async16(v_stage + smem + KEY_STEP * i * S::KV_ROW_BYTES, vp + KEY_STEP * i * 16,
-                                  dim_ok ? bytes : 0);
+                for (int i = 0; i < V_PER_THREAD; i++) {
+                    const bool dim_ok = (uint32_t)(dim0 + V_DIM_STEP * i) < head_dim;
+                    sy_cp_async16(v_stage + v_smem + V_DIM_STEP * 16 * i, vp + V_DIM_STEP * 16 * i, dim_ok ? bytes : 0);
                 }
             }
         }
@@ -381,7 +409,7 @@ template <int DMAX, bool QPLANES, bool LONG, bool ASYNC, int SRC>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>::MIN_BLOCKS)) void
 sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
 {
-    constexpr bool VT = SRC == SY_PREFILL_SRC_PAGED_VT;
+    constexpr bool V5D = SRC == SY_PREFILL_SRC_PAGED_5D;
     using S = sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>;
     SY_GPU_DYNAMIC_SHARED_ALIGNED(unsigned char, sy_prefill_mma_smem, 16);
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
@@ -437,7 +465,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
             return sy_attn_prefill_mma_copies<S>(p, h, k_row0);
         else
-            return sy_attn_prefill_mma_paged_copies<S, VT>(p, at, h, (int)span_lo);
+            return sy_attn_prefill_mma_paged_copies<S, V5D>(p, at, h, (int)span_lo);
     }();
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
     constexpr int IO = QPLANES ? SY_DTYPE_F32 : SY_DTYPE_BF16;
@@ -540,13 +568,20 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         score_scale = FLT_MIN;
     /* the warpgroup products' ones (every layout of a matrix of ones is one), published with the
      * loop's first fence and barrier */
-    uint64_t ring_desc = 0; /* the descriptor of the ring's start, which the tiles' are steps from */
+    /* descriptors of the ring's start, which the tiles' and the ones' are steps from: the ones and
+     * swizzled tiles, and (V5D) tiles in the pool's order, K-major core matrices of 8 rows with the
+     * next 8 rows 128 bytes on and the next piece a piece's 64 rows on */
+    uint64_t ring_desc = 0, tile_ring_desc = 0;
     if constexpr (S::WARPGROUP) {
         static_assert(S::ONES_BYTES == 8 * SY_ATTN_GPU_THREADS, "8 bytes of ones a thread");
         constexpr uint32_t BF16_ONES = 0x3F803F80u; /* a pair of bf16 1.0 */
         ((uint2 *)(ring + S::ONES_OFFSET))[tid] = make_uint2(BF16_ONES, BF16_ONES);
         ring_desc = sy_wgmma_desc_sw128(ring);
+        static_assert(!V5D || S::KT == S::DIMS, "one descriptor form for K's and V's tiles in the pool's order");
+        tile_ring_desc = V5D ? sy_wgmma_desc_kmajor(ring, sy_prefill_k_offset<S, SRC>(0, 1), 8 * 16) : ring_desc;
     }
+    /* bytes from one k-step of 16 (dims of K, keys of V) to the next in a tile read as K-major B */
+    constexpr uint32_t K_MAJOR_STEP = V5D ? 2 * S::KT * 16 : 32;
     /* One barrier a tile: it says that tile t0 has landed for every thread and that every warp is
      * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
     for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st = st + 1 == S::STAGES ? 0 : st + 1) {
@@ -657,7 +692,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
              * had placed O's rescale after the fence, where the PTX ISA does not let accumulators
              * be written), and the fence only orders what comes before it. A hold after a wait
              * keeps the registers the products read (q, P) from being reused before it. */
-            const uint64_t k_desc = sy_wgmma_desc_advance(ring_desc, st * S::STAGE_BYTES);
+            const uint64_t k_desc = sy_wgmma_desc_advance(tile_ring_desc, st * S::STAGE_BYTES);
             const uint64_t v_desc = sy_wgmma_desc_advance(k_desc, S::TILE_BYTES);
             const uint64_t ones_desc = sy_wgmma_desc_advance(ring_desc, S::ONES_OFFSET);
             sy_wgmma_hold(s[0]);
@@ -665,7 +700,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             sy_wgmma_m64k16<64, 0, false>(s[0], qa[0], k_desc);
 #pragma unroll
             for (int ks = 1; ks < S::KS; ks++)
-                sy_wgmma_m64k16<64, 0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, 32 * ks));
+                sy_wgmma_m64k16<64, 0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, K_MAJOR_STEP * ks));
             sy_wgmma_commit();
             sy_wgmma_wait<0>();
             sy_wgmma_hold(s[0]);
@@ -682,9 +717,9 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             sy_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                /* V's tile as the N-major B ([key][dim]), or transposed as the K-major B K's is */
-                if constexpr (VT)
-                    sy_wgmma_m64k16<64, 0, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 32 * kk));
+                /* V's tile as the N-major B ([key][dim]), or (V5D) as the K-major B K's is */
+                if constexpr (V5D)
+                    sy_wgmma_m64k16<64, 0, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, K_MAJOR_STEP * kk));
                 else
                     sy_wgmma_m64k16<64, 1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
                 sy_wgmma_m64k16<8, 0, true>(l, pa[kk], ones_desc);
@@ -708,7 +743,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                      * (registers 0, 1) and 2 np + 1 (2, 3) */
                     const int key = 16 * np + 8 * (mi / 2) + mr;
                     uint32_t kb[4];
-                    sy_ldmatrix_x4<false>(kb, k_tile + key * S::KV_ROW_BYTES + (16 * ks + 8 * (mi % 2)) * 2);
+                    sy_ldmatrix_x4<false>(kb, k_tile + sy_prefill_k_offset<S, SRC>(key, 2 * ks + mi % 2));
 #pragma unroll
                     for (int mt = 0; mt < S::MT; mt++) {
                         sy_mma_bf16(s[mt][2 * np], q_hi[mt][ks], kb[0], kb[1]);
@@ -732,8 +767,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
                 for (int dp = 0; dp < S::DT / 2; dp++) {
                     /* matrices: keys 16 kk + 8 (mi % 2) .., dims 16 dp + 8 (mi / 2): B of n-tiles 2 dp and 2 dp + 1 */
                     uint32_t vb[4];
-                    if constexpr (VT) /* [dim][key]: matrices dims 16 dp + 8 (mi / 2) .., keys 16 kk + 8 (mi % 2), as K's */
-                        sy_ldmatrix_x4<false>(vb, v_tile + (16 * dp + 8 * (mi / 2) + mr) * S::KV_ROW_BYTES + (16 * kk + 8 * (mi % 2)) * 2);
+                    if constexpr (V5D) /* rows dims, pieces keys: matrices dims 16 dp + 8 (mi / 2) .., keys 16 kk + 8 (mi % 2), as K's */
+                        sy_ldmatrix_x4<false>(vb, v_tile + sy_prefill_v_offset<S, SRC>(16 * dp + 8 * (mi / 2) + mr, 2 * kk + mi % 2));
                     else
                         sy_ldmatrix_x4<true>(vb, v_tile + (16 * kk + 8 * (mi % 2) + mr) * S::KV_ROW_BYTES + (16 * dp + 8 * (mi / 2)) * 2);
 #pragma unroll
@@ -792,10 +827,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
  * 4 GiB from the next (its copies step from key to key in 32 bits). */
 static inline bool sy_attn_gpu_prefill_mma_takes(const sy_attn_gpu_prefill &p, int32_t kv_dtype)
 {
-    /* pages: 16-byte aligned pieces, a transposed V at head dim 64 only (its tile is K's shape) */
-    if (p.block_tables)
-        return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned &&
-               (p.dims.layout != SY_LAYOUT_VECTORIZED_5D || p.head_dim <= 64);
+    if (p.block_tables) /* pages: 16-byte aligned pieces */
+        return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned;
     const int64_t row_limit = (int64_t)(UINT32_MAX / 2);
     return kv_dtype == SY_DTYPE_BF16 && p.k_aligned && p.v_aligned && p.k_s0 >= 0 && p.k_s0 <= row_limit &&
            p.v_s0 >= 0 && p.v_s0 <= row_limit;
@@ -818,18 +851,15 @@ static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p
 }
 
 /* The variant for the call's K/V source: linear rows, or pages (never LONG, whose 128-key tiles
- * span two 64-token pages; a transposed V only at head dim 64, sy_attn_gpu_prefill_mma_takes). */
+ * span two 64-token pages). */
 template <int DMAX, bool QPLANES, bool LONG, bool ASYNC>
 static sy_status sy_attn_gpu_prefill_mma_launch_as(const sy_attn_gpu_prefill &p, dim3 grid, gpuStream_t stream,
                                                    sy_error *err)
 {
     if constexpr (!LONG) {
-        if (p.block_tables && p.dims.layout == SY_LAYOUT_VECTORIZED_5D) {
-            if constexpr (DMAX == 64)
-                return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_PAGED_VT>(p, grid,
-                                                                                                           stream, err);
-            return sy_op_fail(err, SY_E_UNSUPPORTED, "prefill_paged: a vectorized_5d V tile at head dim bucket %d", DMAX);
-        }
+        if (p.block_tables && p.dims.layout == SY_LAYOUT_VECTORIZED_5D)
+            return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_PAGED_5D>(p, grid, stream,
+                                                                                                       err);
         if (p.block_tables)
             return sy_attn_gpu_prefill_mma_launch_src<DMAX, QPLANES, LONG, ASYNC, SY_PREFILL_SRC_PAGED>(p, grid, stream,
                                                                                                     err);

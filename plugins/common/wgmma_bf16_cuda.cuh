@@ -16,6 +16,12 @@
  * 1024 bytes from one group of 8 rows to the next, and the leading byte offset is unused (one
  * swizzle width along K, or along an N of 64).
  *
+ * K-major B without swizzle (PTX ISA, the canonical layout of swizzle mode 0): core matrices of 8
+ * rows (along N) x 16 bytes (8 elements along K), each 128 contiguous bytes; the stride byte offset
+ * steps from one core matrix to the next along N, the leading byte offset along K. That is how the
+ * vectorized_5d pool stores K (pieces of 8 dims, a piece's keys contiguous) and V (groups of 8
+ * keys, a group's dims contiguous), so its tiles go into shared memory in the pool's own order.
+ *
  * Ordering: wgmma reads shared memory through the async proxy, so data a thread wrote there
  * (st.shared or cp.async) needs sy_fence_proxy_async() before the barrier that publishes it.
  * Registers: sy_wgmma_fence() before the first product of a batch (after other instructions wrote
@@ -65,6 +71,15 @@ static __device__ __forceinline__ uint64_t sy_wgmma_desc_sw128(const void *tile)
 {
     const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile);
     return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)1u << 16 | (uint64_t)(1024u >> 4) << 32 | (uint64_t)1u << 62;
+}
+
+/* The descriptor of an unswizzled K-major operand at `tile` (16-byte aligned): core matrices
+ * `along_k` bytes apart along K (the leading byte offset) and `along_n` bytes apart along N (the
+ * stride byte offset), swizzle mode 0. */
+static __device__ __forceinline__ uint64_t sy_wgmma_desc_kmajor(const void *tile, uint32_t along_k, uint32_t along_n)
+{
+    const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile);
+    return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)(along_k >> 4) << 16 | (uint64_t)(along_n >> 4) << 32;
 }
 
 /* The descriptor of the operand `bytes` (a multiple of 16) past the one `desc` describes: an add to

@@ -1409,12 +1409,15 @@ static void paged_prefill_cases(void)
         {GPT_OSS, NHD, BF16, BF16, 13, 3, {300, 17, 128}, {100, 3, 128}, 37, 1},
         /* pages larger than a tile */
         {GPT_OSS, V5D, BF16, BF16, 128, 2, {1000, 129}, {300, 129}, 128, 1},
-        /* the CUDA-core kernel: fp8 and f32 pools, head dims past 64 in vectorized_5d */
+        /* the CUDA-core kernel: fp8 and f32 pools */
         {GPT_OSS, V5D, FP8, BF16, 64, 3, {700, 65, 300}, {300, 64, 1}, 128, 1},
         {GPT_OSS, NHD, FP8, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 0, 1},
         {ODD40, V5D, F32, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 37, 1},
+        /* head dim bucket 128 (mma.sync): a vectorized_5d V tile of 128 dims a key group, head dims
+         * short of the bucket, pages smaller than a tile */
         {ODD80, V5D, BF16, F32, 64, 3, {300, 17, 128}, {65, 17, 100}, 0, 1},
         {MHA128, NHD, BF16, BF16, 64, 2, {500, 70}, {200, 70}, 128, 1},
+        {MHA128, V5D, BF16, BF16, 32, 2, {500, 70}, {200, 70}, 37, 1},
         {ODD48, NHD, BF16, F32, 16, 3, {300, 17, 128}, {65, 17, 100}, 37, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

@@ -14,8 +14,8 @@
  * The tensor-core instructions (warp width 32 only) are emulated from the PTX ISA's fragment
  * layouts, so that a kernel's fragment bookkeeping is checked on the CPU: ldmatrix (m8n8 .x4 of
  * 16-bit elements, plain and .trans), mma.sync m16n8k16 with bf16 inputs and f32 accumulators, and
- * Hopper's wgmma m64nNk16 (bf16, A in registers, B in 128-byte-swizzled shared memory through its
- * descriptor), which is the m16nNk16 product of each warp's rows, done as the warp's collective.
+ * Hopper's wgmma m64nNk16 (bf16, A in registers, B in 128-byte-swizzled or unswizzled K-major
+ * shared memory through its descriptor), which is the m16nNk16 product of each warp's rows, done as the warp's collective.
  * Products are summed in double and rounded once: the hardware's own summation order is not
  * specified, so results agree within f32 rounding. wgmma is asynchronous here as on the GPU: a
  * product is queued when issued and done at the wait_group that retires its group, reading B from
@@ -374,25 +374,33 @@ void sy_emu_mma_f16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 /* B (16 x n) of a wgmma from shared memory, per its descriptor (PTX ISA, "Matrix Descriptor
  * Format" and "Shared Memory Matrix Layout"): start address, leading and stride byte offsets in
  * 16-byte units at bits 0, 16 and 32, the base offset at 49 and the swizzle mode at 62 (1: 128
- * bytes, the only one emulated). Before the swizzle, K-major B (trans_b 0) has element (k, n) at
- * start + (n / 8) SBO + (n % 8) 128 + 2k (k within one 128-byte row; LBO unused), N-major B at
- * start + (k / 8) SBO + (k % 8) 128 + (n / 64) LBO + 2 (n % 64); the swizzle then XORs bits 4-6
- * of the shared address with its bits 7-9. */
+ * bytes; 0: none, K-major only; the two emulated). With the 128-byte swizzle, K-major B (trans_b
+ * 0) has element (k, n) at start + (n / 8) SBO + (n % 8) 128 + 2k (k within one 128-byte row; LBO
+ * unused), N-major B at start + (k / 8) SBO + (k % 8) 128 + (n / 64) LBO + 2 (n % 64), and the
+ * swizzle then XORs bits 4-6 of the shared address with its bits 7-9. Without swizzle, K-major B
+ * is core matrices of 8 rows of 16 bytes: (k, n) at start + (n / 8) SBO + (n % 8) 16 + (k / 8)
+ * LBO + 2 (k % 8). */
 static void wgmma_fill_b(uint64_t desc, unsigned n, bool trans_b)
 {
     const unsigned mode = (unsigned)(desc >> 62), base_offset = (unsigned)(desc >> 49) & 7u;
-    if (mode != 1 || base_offset != 0) {
-        fprintf(stderr, "emulator: wgmma descriptor 0x%016llx: swizzle mode %u, base offset %u (only the 128-byte "
-                        "swizzle at base offset 0 is emulated)\n", (unsigned long long)desc, mode, base_offset);
+    if ((mode != 1 && !(mode == 0 && !trans_b)) || base_offset != 0) {
+        fprintf(stderr, "emulator: wgmma descriptor 0x%016llx%s: swizzle mode %u, base offset %u (only the 128-byte "
+                        "swizzle, and K-major B without swizzle, at base offset 0 are emulated)\n",
+                (unsigned long long)desc, trans_b ? " (N-major)" : "", mode, base_offset);
         abort();
     }
     const size_t start = (size_t)(desc & 0x3FFFu) << 4, lbo = (size_t)(desc >> 16 & 0x3FFFu) << 4,
                  sbo = (size_t)(desc >> 32 & 0x3FFFu) << 4;
     for (unsigned k = 0; k < 16; k++)
         for (unsigned j = 0; j < n; j++) {
-            size_t at = trans_b ? start + k / 8 * sbo + k % 8 * 128 + j / 64 * lbo + 2 * (j % 64)
-                                : start + j / 8 * sbo + j % 8 * 128 + 2 * k;
-            at ^= (at >> 7 & 7u) << 4;
+            size_t at;
+            if (mode == 0)
+                at = start + j / 8 * sbo + j % 8 * 16 + k / 8 * lbo + 2 * (k % 8);
+            else {
+                at = trans_b ? start + k / 8 * sbo + k % 8 * 128 + j / 64 * lbo + 2 * (j % 64)
+                             : start + j / 8 * sbo + j % 8 * 128 + 2 * k;
+                at ^= (at >> 7 & 7u) << 4;
+            }
             if (at + 2 > shared_window_bytes) {
                 fprintf(stderr, "emulator: wgmma descriptor 0x%016llx reads element (k %u, n %u) at shared address %zu, "
                                 "past the %zu bytes of shared memory\n", (unsigned long long)desc, k, j, at,
