@@ -292,9 +292,12 @@ struct sy_attn_prefill_mma_paged_copies {
         const int c = V5D ? (int)threadIdx.x / KEY_STEP : (int)threadIdx.x % PIECES_PER_ROW;
         key0 = V5D ? (int)threadIdx.x % KEY_STEP : (int)threadIdx.x / PIECES_PER_ROW;
         smem = sy_prefill_k_offset<S, SRC>(key0, c);
-        group = (int)threadIdx.x / V_DIM_STEP;
-        dim0 = (int)threadIdx.x % V_DIM_STEP;
-        v_smem = sy_prefill_v_offset<S, SRC>(dim0, group);
+        group = dim0 = v_smem = 0;
+        if constexpr (V5D) {
+            group = (int)threadIdx.x / V_DIM_STEP;
+            dim0 = (int)threadIdx.x % V_DIM_STEP;
+            v_smem = sy_prefill_v_offset<S, SRC>(dim0, group);
+        }
         head_dim = p.head_dim;
         dims_ok = (uint32_t)c * 8u < p.head_dim;
         kmin = first_key;
