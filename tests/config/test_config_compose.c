@@ -269,39 +269,38 @@ START_TEST(rule3_fused_rope_kv_write)
 }
 END_TEST
 
+/* Composes `text` (no diagnostics) and checks attention.prefill_paged's decision and its reason;
+ * the reason must also be in `config explain`'s text. */
+static void expect_prefill_paged(const char *text, int paged, const char *why)
+{
+    composed r = compose_text("q.yaml", text);
+    expect_count(&r.d, 0);
+    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, paged);
+    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why, why);
+    char *explained = explain_text(&r);
+    ck_assert_ptr_nonnull(strstr(explained, why));
+    free(explained);
+    composed_free(&r);
+}
+
 START_TEST(rule7_prefill_paged)
 {
+    static const char off_why[] = "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's "
+                                  "prefix and chunk to contiguous rows, then attention.prefill_linear";
     /* The default is off: later chunks gather whatever the plugin declares. */
-    composed r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n");
-    expect_count(&r.d, 0);
-    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
-    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
-                     "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's prefix and chunk "
-                     "to contiguous rows, then attention.prefill_linear");
-    composed_free(&r);
-
+    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n", 0, off_why);
+    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n  prefill_paged: off\n", 0, off_why);
     /* auto: the default attention (fx_attn_nhd) declares no prefill_paged: later chunks gather. */
-    r = compose_text("q.yaml", "attention:\n  prefill_paged: auto\n");
-    expect_count(&r.d, 0);
-    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
-    const char *why = "gather (attention.prefill_paged = auto): fx_attn_nhd declares no prefill_paged; kv_layout.gather "
-                      "copies each sequence's prefix and chunk to contiguous rows, then attention.prefill_linear";
-    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why, why);
-    char *text = explain_text(&r);
-    ck_assert_ptr_nonnull(strstr(text, why));
-    free(text);
-    composed_free(&r);
-
-    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n  prefill_paged: auto\n");
-    expect_count(&r.d, 0);
-    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 1);
-    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
-                     "paged (attention.prefill_paged = auto): fx_attn_paged reads a later chunk's prefix from the nhd "
-                     "pool's pages, nothing gathered");
-    composed_free(&r);
+    expect_prefill_paged("attention:\n  prefill_paged: auto\n", 0,
+                         "gather (attention.prefill_paged = auto): fx_attn_nhd declares no prefill_paged; "
+                         "kv_layout.gather copies each sequence's prefix and chunk to contiguous rows, then "
+                         "attention.prefill_linear");
+    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n  prefill_paged: auto\n", 1,
+                         "paged (attention.prefill_paged = auto): fx_attn_paged reads a later chunk's prefix from "
+                         "the nhd pool's pages, nothing gathered");
 
     /* on: a requirement of the attention match. */
-    r = compose_text("q.yaml", "attention:\n  prefill_paged: on\n");
+    composed r = compose_text("q.yaml", "attention:\n  prefill_paged: on\n");
     expect_count(&r.d, 0);
     ck_assert_str_eq(chosen(&r, SY_KIND_ATTENTION), "fx_attn_paged");
     ck_assert_str_eq(reason_of(&r, SY_KIND_ATTENTION, "fx_attn_nhd"),
@@ -314,14 +313,6 @@ START_TEST(rule7_prefill_paged)
     expect_diag(&r.d, 0, SY_SEV_ERROR, "q.yaml", 2, 11,
                 "attention.plugin fx_attn_nhd cannot serve this config: it declares no prefill_paged, needed by "
                 "attention.prefill_paged on (attention.prefill_paged = on from q.yaml:3:3)");
-    composed_free(&r);
-
-    r = compose_text("q.yaml", "attention:\n  plugin: fx_attn_paged\n  prefill_paged: off\n");
-    expect_count(&r.d, 0);
-    ck_assert_int_eq(sy_composition_decisions(r.comp)->prefill_paged, 0);
-    ck_assert_str_eq(sy_composition_decisions(r.comp)->prefill_paged_why,
-                     "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's prefix and chunk "
-                     "to contiguous rows, then attention.prefill_linear");
     composed_free(&r);
 }
 END_TEST
