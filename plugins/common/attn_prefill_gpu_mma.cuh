@@ -570,10 +570,9 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
     if (score_scale == 0.0f)
         score_scale = FLT_MIN;
     /* the warpgroup products' ones (every layout of a matrix of ones is one), published with the
-     * loop's first fence and barrier */
-    /* descriptors of the ring's start, which the tiles' and the ones' are steps from: the ones and
-     * swizzled tiles, and (V5D) tiles in the pool's order, K-major core matrices of 8 rows with the
-     * next 8 rows 128 bytes on and the next piece a piece's 64 rows on */
+     * loop's first fence and barrier; descriptors of the ring's start, which the tiles' and the
+     * ones' are steps from: swizzled (the ones, and tiles but V5D's), and V5D's tiles in the pool's
+     * order, K-major core matrices of 8 rows, the next piece one piece's rows on */
     uint64_t ring_desc = 0, tile_ring_desc = 0;
     if constexpr (S::WARPGROUP) {
         static_assert(S::ONES_BYTES == 8 * SY_ATTN_GPU_THREADS, "8 bytes of ones a thread");
@@ -581,10 +580,11 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
         ((uint2 *)(ring + S::ONES_OFFSET))[tid] = make_uint2(BF16_ONES, BF16_ONES);
         ring_desc = sy_wgmma_desc_sw128(ring);
         static_assert(!V5D || S::KT == S::DIMS, "one descriptor form for K's and V's tiles in the pool's order");
-        tile_ring_desc = V5D ? sy_wgmma_desc_kmajor(ring, sy_prefill_k_offset<S, SRC>(0, 1), 8 * 16) : ring_desc;
+        const uint32_t next_piece = sy_prefill_k_offset<S, SRC>(0, 1), next_8_rows = sy_prefill_k_offset<S, SRC>(8, 0);
+        tile_ring_desc = V5D ? sy_wgmma_desc_kmajor(ring, next_piece, next_8_rows) : ring_desc;
     }
     /* bytes from one k-step of 16 (dims of K, keys of V) to the next in a tile read as K-major B */
-    constexpr uint32_t K_MAJOR_STEP = V5D ? 2 * S::KT * 16 : 32;
+    const uint32_t k_major_step = (uint32_t)(sy_prefill_k_offset<S, SRC>(0, 2) - sy_prefill_k_offset<S, SRC>(0, 0));
     /* One barrier a tile: it says that tile t0 has landed for every thread and that every warp is
      * done with the tile before it, whose stage (or, the first time, q's) is then refilled. */
     for (int t0 = first, st = 0; t0 < last; t0 += S::KT, st = st + 1 == S::STAGES ? 0 : st + 1) {
@@ -703,7 +703,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             sy_wgmma_m64k16<64, 0, false>(s[0], qa[0], k_desc);
 #pragma unroll
             for (int ks = 1; ks < S::KS; ks++)
-                sy_wgmma_m64k16<64, 0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, K_MAJOR_STEP * ks));
+                sy_wgmma_m64k16<64, 0, true>(s[0], qa[ks], sy_wgmma_desc_advance(k_desc, k_major_step * ks));
             sy_wgmma_commit();
             sy_wgmma_wait<0>();
             sy_wgmma_hold(s[0]);
@@ -722,7 +722,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p)
             for (int kk = 0; kk < 4; kk++) {
                 /* V's tile as the N-major B ([key][dim]), or (V5D) as the K-major B K's is */
                 if constexpr (V5D)
-                    sy_wgmma_m64k16<64, 0, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, K_MAJOR_STEP * kk));
+                    sy_wgmma_m64k16<64, 0, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, k_major_step * kk));
                 else
                     sy_wgmma_m64k16<64, 1, true>(o[0], pa[kk], sy_wgmma_desc_advance(v_desc, 16 * kk * S::KV_ROW_BYTES));
                 sy_wgmma_m64k16<8, 0, true>(l, pa[kk], ones_desc);

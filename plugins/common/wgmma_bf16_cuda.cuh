@@ -64,22 +64,28 @@ static inline bool sy_wgmma_runs_on(uint32_t cc_major, uint32_t cc_minor)
 #endif
 }
 
-/* The descriptor of a 128-byte-swizzled operand at `tile` (PTX ISA, "Matrix Descriptor Format"):
- * start address, leading and stride byte offsets in 16-byte units at bits 0, 16 and 32, the
- * swizzle mode at bits 62-63 (1: 128 bytes). */
-static __device__ __forceinline__ uint64_t sy_wgmma_desc_sw128(const void *tile)
+/* The descriptor of an operand at `tile` (PTX ISA, "Matrix Descriptor Format"): start address,
+ * leading and stride byte offsets in 16-byte units at bits 0, 16 and 32, the swizzle mode at bits
+ * 62-63 (0: none, 1: 128 bytes). */
+static __device__ __forceinline__ uint64_t sy_wgmma_desc(const void *tile, uint32_t leading, uint32_t stride,
+                                                         uint32_t swizzle)
 {
     const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile);
-    return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)1u << 16 | (uint64_t)(1024u >> 4) << 32 | (uint64_t)1u << 62;
+    return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)(leading >> 4) << 16 | (uint64_t)(stride >> 4) << 32 |
+           (uint64_t)swizzle << 62;
 }
 
-/* The descriptor of an unswizzled K-major operand at `tile` (16-byte aligned): core matrices
- * `along_k` bytes apart along K (the leading byte offset) and `along_n` bytes apart along N (the
- * stride byte offset), swizzle mode 0. */
+/* A 128-byte-swizzled operand: groups of 8 rows 1024 bytes apart (the leading offset unused). */
+static __device__ __forceinline__ uint64_t sy_wgmma_desc_sw128(const void *tile)
+{
+    return sy_wgmma_desc(tile, 16, 1024, 1);
+}
+
+/* An unswizzled K-major operand (16-byte aligned): core matrices `along_k` bytes apart along K
+ * (the leading byte offset) and `along_n` bytes apart along N (the stride byte offset). */
 static __device__ __forceinline__ uint64_t sy_wgmma_desc_kmajor(const void *tile, uint32_t along_k, uint32_t along_n)
 {
-    const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile);
-    return (uint64_t)((at & 0x3FFFFu) >> 4) | (uint64_t)(along_k >> 4) << 16 | (uint64_t)(along_n >> 4) << 32;
+    return sy_wgmma_desc(tile, along_k, along_n, 0);
 }
 
 /* The descriptor of the operand `bytes` (a multiple of 16) past the one `desc` describes: an add to

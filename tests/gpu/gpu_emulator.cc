@@ -15,7 +15,8 @@
  * layouts, so that a kernel's fragment bookkeeping is checked on the CPU: ldmatrix (m8n8 .x4 of
  * 16-bit elements, plain and .trans), mma.sync m16n8k16 with bf16 inputs and f32 accumulators, and
  * Hopper's wgmma m64nNk16 (bf16, A in registers, B in 128-byte-swizzled or unswizzled K-major
- * shared memory through its descriptor), which is the m16nNk16 product of each warp's rows, done as the warp's collective.
+ * shared memory through its descriptor), which is the m16nNk16 product of each warp's rows, done
+ * as the warp's collective.
  * Products are summed in double and rounded once: the hardware's own summation order is not
  * specified, so results agree within f32 rounding. wgmma is asynchronous here as on the GPU: a
  * product is queued when issued and done at the wait_group that retires its group, reading B from
