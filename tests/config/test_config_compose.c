@@ -287,17 +287,17 @@ START_TEST(rule7_prefill_paged)
 {
     static const char off_why[] = "gather (attention.prefill_paged = off): kv_layout.gather copies each sequence's "
                                   "prefix and chunk to contiguous rows, then attention.prefill_linear";
-    /* The default is off: later chunks gather whatever the plugin declares. */
-    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n", 0, off_why);
+    static const char paged_why[] = "paged (attention.prefill_paged = auto): fx_attn_paged reads a later chunk's "
+                                    "prefix from the nhd pool's pages, nothing gathered";
+    /* The default is auto: the pages where the plugin declares prefill_paged; off always gathers. */
+    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n", 1, paged_why);
+    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n  prefill_paged: auto\n", 1, paged_why);
     expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n  prefill_paged: off\n", 0, off_why);
     /* auto: the default attention (fx_attn_nhd) declares no prefill_paged: later chunks gather. */
-    expect_prefill_paged("attention:\n  prefill_paged: auto\n", 0,
+    expect_prefill_paged("backend: cpu\n", 0,
                          "gather (attention.prefill_paged = auto): fx_attn_nhd declares no prefill_paged; "
                          "kv_layout.gather copies each sequence's prefix and chunk to contiguous rows, then "
                          "attention.prefill_linear");
-    expect_prefill_paged("attention:\n  plugin: fx_attn_paged\n  prefill_paged: auto\n", 1,
-                         "paged (attention.prefill_paged = auto): fx_attn_paged reads a later chunk's prefix from "
-                         "the nhd pool's pages, nothing gathered");
 
     /* on: a requirement of the attention match. */
     composed r = compose_text("q.yaml", "attention:\n  prefill_paged: on\n");

@@ -129,11 +129,10 @@ static const sy_cfg_key keys[] = {
     PLUGIN_CHOICE("attention.plugin", "attention"),
     {.name = "attention.num_splits", .type = SY_CFG_INT, .min = 0, .max = 256, .def = "0",
      .doc = "split-K partitions of decode attention; 0 = the plugin chooses; more than 1 needs split_k"},
-    {.name = "attention.prefill_paged", .type = SY_CFG_ENUM, .choices = tristate, .def = "off",
+    {.name = "attention.prefill_paged", .type = SY_CFG_ENUM, .choices = tristate, .def = "auto",
      .doc = "a later prefill chunk reads its prefix from the pool's pages (attention.prefill_paged): on = required "
             "(error if the attention plugin lacks it), auto = when the plugin declares prefill_paged, off = "
-            "kv_layout.gather to contiguous rows, then prefill_linear (the default while the CUDA vectorized_5d "
-            "paged prefill is slower than the gather: docs/performance.md)"},
+            "kv_layout.gather to contiguous rows, then prefill_linear"},
 
     PLUGIN_CHOICE("rope.plugin", "rope"),
     {.name = "rope.fuse_kv_write", .type = SY_CFG_ENUM, .choices = tristate, .def = "auto",
