@@ -419,6 +419,7 @@ static sy_status prefill_launch(const attn_paged_gpu_ctx *ctx, const char *op, s
     p.v_s0 = a->v.stride[0];
     p.v_s1 = a->v.stride[1];
     p.cu_k = (const int32_t *)a->cu_seqlens_k.data;
+    p.k_rows = a->k.shape[0];
     p.kv_heads = H;
     p.head_dim = D;
     return prefill_launch(ctx, op, p, a->q, a->out, a->sinks, a->scale, a->causal, a->window, a->k.dtype, a->k_scale,
