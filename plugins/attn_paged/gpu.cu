@@ -463,9 +463,10 @@ static sy_status prefill_launch(const attn_paged_gpu_ctx *ctx, const char *op, s
     p.context_lens = (const int32_t *)a->context_lens.data;
     p.dims = dims;
     p.page_div = sy_fast_div_of(g->page_size);
+    p.k_rows = (int64_t)g->num_pages * g->page_size; /* the pool's slots: nhd's rows for TMA */
     p.kv_heads = H;
     p.head_dim = D;
-    /* no key rows: only LONG's choice reads them, which pages never take */
+    /* no key rows for the launch: only LONG's choice reads them, which pages never take */
     return prefill_launch(ctx, op, p, a->q, a->out, a->sinks, a->scale, a->causal, a->window, g->store_dtype,
                           a->k_scale, a->v_scale, a->cu_seqlens_q, 0, stream, err);
 }

@@ -27,7 +27,7 @@ typedef struct sy_attn_gpu_prefill {
     uint32_t k_aligned, v_aligned; /* 16-byte aligned pointer, strides and row length */
     uint32_t q_vec;                /* q's pointer and strides: 16-byte aligned */
     uint32_t tma_tiles;            /* the tensor-core kernel's whole K/V tiles come by TMA (its maps beside p) */
-    int64_t k_rows;                /* rows of k and v (prefill_linear) */
+    int64_t k_rows;                /* rows of k and v (prefill_linear), slots of the pool (prefill_paged) */
     uint32_t out_pairs;            /* out's pointer and strides: aligned to two elements */
     const int32_t *cu_q, *cu_k;
     /* prefill_paged (block_tables != NULL; cu_k, k_s0 .. v_s1 unused): sequence b's keys are

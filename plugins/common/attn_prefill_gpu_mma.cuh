@@ -326,6 +326,19 @@ struct sy_attn_prefill_mma_paged_copies {
         }
     }
 
+    /* The pool slot of key t0 (page number x P + offset), for a tile that lies in one page. */
+    SY_DEV int64_t tile_slot(int t0) const
+    {
+        const uint32_t blk = sy_fast_div_quot(page, (uint32_t)t0);
+        return (int64_t)(uint32_t)table[blk] * page.divisor + ((uint32_t)t0 - blk * page.divisor);
+    }
+
+    /* Whether every key of tile t0 is live and the tile lies in one page. */
+    SY_DEV bool whole(int t0) const
+    {
+        return tile_in_page && t0 >= kmin && t0 + S::KT <= lk;
+    }
+
     /* Key `key`'s bytes in tensor `base` (key_bytes apart within a page). */
     SY_DEV const unsigned char *at_key(const unsigned char *base, uint32_t key_bytes, int key) const
     {
@@ -497,27 +510,42 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
             return sy_attn_prefill_mma_paged_copies<S, V5D>(p, at, h, (int)span_lo);
     }();
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
-    /* A tile whose keys all exist comes by TMA where the call has the maps (prefill_linear at head
-     * dim 64 on the warpgroup products, p.tma_tiles): one thread issues both tensors' boxes into
-     * the stage and every thread waits on the stage's barrier, so the other threads spend nothing
-     * on the copies. A sequence's last tile, whose keys past the sequence are zeros, takes the
-     * copies. H100, against every thread's cp.async copies (7 alternating rounds, medians): 1 x
-     * 8192 1298 against 1338 us, 8 x 2048 783 against 810 us, the extend chunk 100 against 103 us,
-     * window 128 unchanged. The same kernel without any copies of whole tiles took 15-20% less:
-     * what is left is the tiles' traffic from L2 (every 64-row block reads its own) and the
-     * barrier a tile. */
-    constexpr bool TMA = S::WARPGROUP && SRC == SY_PREFILL_SRC_LINEAR && SY_TMA_BUILT;
+    /* A tile whose keys all exist comes by TMA where the call has the maps (head dim 64 on the
+     * warpgroup products, linear rows or an nhd pool of whole-tile pages, p.tma_tiles): one thread
+     * issues both tensors' boxes into the stage (a page's: after reading the block table) and
+     * every thread waits on the stage's barrier, so the other threads spend nothing on the copies.
+     * A sequence's last tile, whose keys past the sequence are zeros (and a window's first, whose
+     * keys before the window's page are), takes the copies. H100, against every thread's cp.async
+     * copies (alternating rounds, medians): 1 x 8192 1298 against 1338 us, 8 x 2048 783 against
+     * 810 us, the extend chunk 99 against 105 us, its nhd paged call 103 against 109 us, window 128
+     * unchanged. The same kernel without any copies of whole tiles took 15-20% less: what is left
+     * is the tiles' traffic from L2 (every 64-row block reads its own) and the barrier a tile. The
+     * lambdas name `copies` only where TMA is compiled: a capture that vectorized_5d's kernel did
+     * not use moved its code about and cost it 4.7%. */
+    constexpr bool TMA = S::WARPGROUP && (SRC == SY_PREFILL_SRC_LINEAR || SRC == SY_PREFILL_SRC_PAGED) && SY_TMA_BUILT;
     const bool tma_on = TMA && p.tma_tiles;
     uint64_t *const bars = (uint64_t *)(ring + S::BARS_OFFSET);
-    const auto by_tma = [&](int t0) { return tma_on && t0 + S::KT <= (int)lk; };
+    const auto by_tma = [&](int t0) {
+        if constexpr (!TMA)
+            return false;
+        else if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
+            return tma_on && t0 + S::KT <= (int)lk;
+        else
+            return tma_on && copies.whole(t0);
+    };
     const auto fill = [&](int t0, int stage) {
         unsigned char *const k_stage = ring + stage * S::STAGE_BYTES, *const v_stage = k_stage + S::TILE_BYTES;
         if constexpr (TMA) {
             if (by_tma(t0)) {
                 if (tid == 0) {
+                    int64_t row;
+                    if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
+                        row = k_row0 + t0;
+                    else
+                        row = copies.tile_slot(t0);
                     sy_mbarrier_expect_bytes(bars + stage, 2 * S::TILE_BYTES);
-                    sy_tma_load_box(k_stage, &tma.k, (int32_t)h, (int32_t)(k_row0 + t0), bars + stage);
-                    sy_tma_load_box(v_stage, &tma.v, (int32_t)h, (int32_t)(k_row0 + t0), bars + stage);
+                    sy_tma_load_box(k_stage, &tma.k, (int32_t)h, (int32_t)row, bars + stage);
+                    sy_tma_load_box(v_stage, &tma.v, (int32_t)h, (int32_t)row, bars + stage);
                 }
                 return;
             }
@@ -914,6 +942,16 @@ static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p
                                             (uint64_t)p.k_s0 * es, DMAX, S::KT) &&
                          sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, (uint64_t)p.v_s1 * es,
                                             (uint64_t)p.v_s0 * es, DMAX, S::KT);
+    }
+    if constexpr (S::WARPGROUP && SRC == SY_PREFILL_SRC_PAGED && SY_TMA_BUILT) {
+        /* nhd's pool is [slots][H][D]: the same map, its rows the slots, where a tile is a page's */
+        const uint64_t es = 2, H = p.kv_heads;
+        call.tma_tiles = p.head_dim == DMAX && p.dims.head_dim == DMAX && p.dims.page_size % S::KT == 0 &&
+                         p.k_rows > 0 && p.k_rows <= INT32_MAX &&
+                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, DMAX * es, H * DMAX * es, DMAX,
+                                            S::KT) &&
+                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, DMAX * es, H * DMAX * es, DMAX,
+                                            S::KT);
     }
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
