@@ -71,6 +71,11 @@ if(SY_WITH_CUDA)
   set(CMAKE_CUDA_ARCHITECTURES ${SY_CUDA_ARCHS})
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  # The prefill's TMA maps are encoded through cudaGetDriverEntryPointByVersion (CUDA 12.5).
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 12.5)
+    message(FATAL_ERROR "SY_WITH_CUDA: nvcc ${CMAKE_CUDA_COMPILER_VERSION} is older than CUDA 12.5, the oldest toolkit "
+                        "the CUDA plugins build with (cudaGetDriverEntryPointByVersion, for the prefill's TMA copies)")
+  endif()
   string(REGEX REPLACE "-(real|virtual)" "" _sy_cuda_arch_names "${SY_CUDA_ARCHS}")
   list(TRANSFORM _sy_cuda_arch_names PREPEND "sm_")
   string(REPLACE ";" "," SY_CUDA_ARCHS_TEXT "${_sy_cuda_arch_names}")
