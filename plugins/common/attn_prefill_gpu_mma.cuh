@@ -441,11 +441,17 @@ SY_DEV float sy_attn_mma_exp2(float x)
 #endif
 }
 
-/* The TMA maps of a prefill_linear call's K and V ([rows][KV heads][head dim], boxes of one head's
- * dims for a tile's keys), a kernel parameter: the copies read a map where the parameters live. */
+/* The TMA maps of a call's K and V ([rows][KV heads][head dim]: linear rows, or an nhd pool's
+ * slots; boxes of one head's dims for a tile's keys), a kernel parameter: the copies read a map
+ * where the parameters live. */
 struct sy_attn_prefill_tma_maps {
     sy_tma_map k, v;
 };
+
+/* The kernels whose whole tiles may come by TMA: the warpgroup products over linear rows or nhd pages. */
+template <class S, int SRC>
+constexpr bool sy_attn_prefill_tma_source =
+    S::WARPGROUP && (SRC == SY_PREFILL_SRC_LINEAR || SRC == SY_PREFILL_SRC_PAGED) && SY_TMA_BUILT;
 
 template <int DMAX, bool QPLANES, bool LONG, bool ASYNC, int SRC>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>::MIN_BLOCKS)) void
@@ -522,7 +528,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
      * is the tiles' traffic from L2 (every 64-row block reads its own) and the barrier a tile. The
      * lambdas name `copies` only where TMA is compiled: a capture that vectorized_5d's kernel did
      * not use moved its code about and cost it 4.7%. */
-    constexpr bool TMA = S::WARPGROUP && (SRC == SY_PREFILL_SRC_LINEAR || SRC == SY_PREFILL_SRC_PAGED) && SY_TMA_BUILT;
+    constexpr bool TMA = sy_attn_prefill_tma_source<S, SRC>;
     const bool tma_on = TMA && p.tma_tiles;
     uint64_t *const bars = (uint64_t *)(ring + S::BARS_OFFSET);
     const auto by_tma = [&](int t0) {
@@ -935,23 +941,17 @@ static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p
     sy_attn_prefill_tma_maps maps;
     memset(&maps, 0, sizeof maps);
     call.tma_tiles = 0;
-    if constexpr (S::WARPGROUP && SRC == SY_PREFILL_SRC_LINEAR && SY_TMA_BUILT) {
-        const uint64_t es = 2, H = p.kv_heads;
-        call.tma_tiles = p.head_dim == DMAX && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
-                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, (uint64_t)p.k_s1 * es,
-                                            (uint64_t)p.k_s0 * es, DMAX, S::KT) &&
-                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, (uint64_t)p.v_s1 * es,
-                                            (uint64_t)p.v_s0 * es, DMAX, S::KT);
-    }
-    if constexpr (S::WARPGROUP && SRC == SY_PREFILL_SRC_PAGED && SY_TMA_BUILT) {
-        /* nhd's pool is [slots][H][D]: the same map, its rows the slots, where a tile is a page's */
-        const uint64_t es = 2, H = p.kv_heads;
-        call.tma_tiles = p.head_dim == DMAX && p.dims.head_dim == DMAX && p.dims.page_size % S::KT == 0 &&
-                         p.k_rows > 0 && p.k_rows <= INT32_MAX &&
-                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, DMAX * es, H * DMAX * es, DMAX,
-                                            S::KT) &&
-                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, DMAX * es, H * DMAX * es, DMAX,
-                                            S::KT);
+    if constexpr (sy_attn_prefill_tma_source<S, SRC>) {
+        /* bytes from one head, one row to the next: linear rows' strides, or nhd's pool [slots][H][D],
+         * whose slots are the rows where a tile is a page's */
+        constexpr bool LINEAR = SRC == SY_PREFILL_SRC_LINEAR;
+        const uint64_t es = 2, H = p.kv_heads, pool_row = H * DMAX * es;
+        const uint64_t k_head = LINEAR ? (uint64_t)p.k_s1 * es : DMAX * es, v_head = LINEAR ? (uint64_t)p.v_s1 * es : DMAX * es;
+        const uint64_t k_row = LINEAR ? (uint64_t)p.k_s0 * es : pool_row, v_row = LINEAR ? (uint64_t)p.v_s0 * es : pool_row;
+        const bool pages_ok = LINEAR || (p.dims.head_dim == DMAX && p.dims.page_size % S::KT == 0);
+        call.tma_tiles = p.head_dim == DMAX && pages_ok && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
+                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, k_head, k_row, DMAX, S::KT) &&
+                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, v_head, v_row, DMAX, S::KT);
     }
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
