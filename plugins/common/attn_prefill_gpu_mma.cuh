@@ -34,8 +34,9 @@
  * fragments read from shared memory every tile and K's tile as the K-major B, O += P V with P's A
  * fragments packed from S and V's tile as the N-major B; K/V tiles are stored 128-byte swizzled
  * (sy_attn_gpu_prefill_mma_launch has the measurements), except a vectorized_5d pool's, which keep
- * its order and are read as K-major core matrices (sy_prefill_k_offset); linear rows' tiles whose
- * keys all exist come by TMA (tma_cuda.cuh), the 128-byte swizzle written by the copy itself.
+ * its order and are read as K-major core matrices (sy_prefill_k_offset); tiles whose keys all exist
+ * come by TMA (tma_cuda.cuh): linear rows' and nhd pages' as boxes, the 128-byte swizzle written by
+ * the copy itself, vectorized_5d pages' of 64 keys as two plain bulk copies of a head's blocks.
  *
  * Numerics: K, V and bf16 q enter as they are; an f32 q enters as bf16 high and low parts (two
  * products, QPLANES), which keeps the scores within f32 rounding. The probabilities enter as
@@ -448,10 +449,9 @@ struct sy_attn_prefill_tma_maps {
     sy_tma_map k, v;
 };
 
-/* The kernels whose whole tiles may come by TMA: the warpgroup products over linear rows or nhd pages. */
+/* The kernels whose whole tiles may come by TMA: the warpgroup products, over any source. */
 template <class S, int SRC>
-constexpr bool sy_attn_prefill_tma_source =
-    S::WARPGROUP && (SRC == SY_PREFILL_SRC_LINEAR || SRC == SY_PREFILL_SRC_PAGED) && SY_TMA_BUILT;
+constexpr bool sy_attn_prefill_tma_source = S::WARPGROUP && SY_TMA_BUILT;
 
 template <int DMAX, bool QPLANES, bool LONG, bool ASYNC, int SRC>
 static __global__ __launch_bounds__(SY_ATTN_GPU_THREADS, (sy_attn_prefill_mma_shape<DMAX, QPLANES, LONG, ASYNC>::MIN_BLOCKS)) void
@@ -516,18 +516,19 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
             return sy_attn_prefill_mma_paged_copies<S, V5D>(p, at, h, (int)span_lo);
     }();
     const int copy_lim = copies.dims_ok ? (int)lk : 0; /* keys of the sequence this thread copies */
-    /* A tile whose keys all exist comes by TMA where the call has the maps (head dim 64 on the
-     * warpgroup products, linear rows or an nhd pool of whole-tile pages, p.tma_tiles): one thread
-     * issues both tensors' boxes into the stage (a page's: after reading the block table) and
-     * every thread waits on the stage's barrier, so the other threads spend nothing on the copies.
+    /* A tile whose keys all exist comes by TMA where the call allows it (head dim 64 on the
+     * warpgroup products: linear rows, an nhd pool of whole-tile pages, a vectorized_5d pool of
+     * 64-key pages; p.tma_tiles): one thread issues both tensors' copies into the stage (a page's:
+     * after reading the block table) and every thread waits on the stage's barrier, so the other
+     * threads spend nothing on the copies.
      * A sequence's last tile, whose keys past the sequence are zeros (and a window's first, whose
      * keys before the window's page are), takes the copies. H100, against every thread's cp.async
      * copies (alternating rounds, medians): 1 x 8192 1298 against 1338 us, 8 x 2048 783 against
      * 810 us, the extend chunk 99 against 105 us, its nhd paged call 103 against 109 us, window 128
      * unchanged. The same kernel without any copies of whole tiles took 15-20% less: what is left
      * is the tiles' traffic from L2 (every 64-row block reads its own) and the barrier a tile. The
-     * lambdas name `copies` only where TMA is compiled: a capture that vectorized_5d's kernel did
-     * not use moved its code about and cost it 4.7%. */
+     * lambdas name `copies` only where TMA is compiled: a capture that a kernel without TMA did
+     * not use (vectorized_5d's, then) moved its code about and cost it 4.7%. */
     constexpr bool TMA = sy_attn_prefill_tma_source<S, SRC>;
     const bool tma_on = TMA && p.tma_tiles;
     uint64_t *const bars = (uint64_t *)(ring + S::BARS_OFFSET);
@@ -544,14 +545,23 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
         if constexpr (TMA) {
             if (by_tma(t0)) {
                 if (tid == 0) {
-                    int64_t row;
-                    if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
-                        row = k_row0 + t0;
-                    else
-                        row = copies.tile_slot(t0);
                     sy_mbarrier_expect_bytes(bars + stage, 2 * S::TILE_BYTES);
-                    sy_tma_load_box(k_stage, &tma.k, (int32_t)h, (int32_t)row, bars + stage);
-                    sy_tma_load_box(v_stage, &tma.v, (int32_t)h, (int32_t)row, bars + stage);
+                    if constexpr (V5D) {
+                        /* a page of KT keys: head h's K and V blocks are the tiles, byte for byte */
+                        static_assert(S::TILE_BYTES == S::KT * S::DIMS * 2, "unpadded tiles of a page's order");
+                        const uint64_t from = (uint64_t)copies.tile_slot(t0) / S::KT * copies.page_bytes +
+                                              (uint64_t)h * S::TILE_BYTES;
+                        sy_bulk_load(k_stage, (const unsigned char *)p.k + from, S::TILE_BYTES, bars + stage);
+                        sy_bulk_load(v_stage, (const unsigned char *)p.v + from, S::TILE_BYTES, bars + stage);
+                    } else {
+                        int64_t row;
+                        if constexpr (SRC == SY_PREFILL_SRC_LINEAR)
+                            row = k_row0 + t0;
+                        else
+                            row = copies.tile_slot(t0);
+                        sy_tma_load_box(k_stage, &tma.k, (int32_t)h, (int32_t)row, bars + stage);
+                        sy_tma_load_box(v_stage, &tma.v, (int32_t)h, (int32_t)row, bars + stage);
+                    }
                 }
                 return;
             }
@@ -943,15 +953,20 @@ static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p
     call.tma_tiles = 0;
     if constexpr (sy_attn_prefill_tma_source<S, SRC>) {
         /* bytes from one head, one row to the next: linear rows' strides, or nhd's pool [slots][H][D],
-         * whose slots are the rows where a tile is a page's */
-        constexpr bool LINEAR = SRC == SY_PREFILL_SRC_LINEAR;
+         * whose slots are the rows where a tile is a page's; vectorized_5d's tiles are a page's
+         * blocks of one head as they are stored (pages of KT keys), copied without a map */
+        constexpr bool LINEAR = SRC == SY_PREFILL_SRC_LINEAR, V5D = SRC == SY_PREFILL_SRC_PAGED_5D;
         const uint64_t es = 2, H = p.kv_heads, pool_row = H * DMAX * es;
         const uint64_t k_head = LINEAR ? (uint64_t)p.k_s1 * es : DMAX * es, v_head = LINEAR ? (uint64_t)p.v_s1 * es : DMAX * es;
         const uint64_t k_row = LINEAR ? (uint64_t)p.k_s0 * es : pool_row, v_row = LINEAR ? (uint64_t)p.v_s0 * es : pool_row;
         const bool pages_ok = LINEAR || (p.dims.head_dim == DMAX && p.dims.page_size % S::KT == 0);
-        call.tma_tiles = p.head_dim == DMAX && pages_ok && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
-                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, k_head, k_row, DMAX, S::KT) &&
-                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, v_head, v_row, DMAX, S::KT);
+        if (V5D)
+            call.tma_tiles = p.head_dim == DMAX && p.dims.head_dim == DMAX && p.dims.page_size == S::KT &&
+                             (uintptr_t)p.k % 16 == 0 && (uintptr_t)p.v % 16 == 0;
+        else
+            call.tma_tiles = p.head_dim == DMAX && pages_ok && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
+                             sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, k_head, k_row, DMAX, S::KT) &&
+                             sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, v_head, v_row, DMAX, S::KT);
     }
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)

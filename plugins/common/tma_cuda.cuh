@@ -1,5 +1,6 @@
-/* Tiles copied by Hopper's tensor memory accelerator (TMA, sm_90: cp.async.bulk.tensor), completing
- * on a shared-memory barrier (mbarrier), for the CUDA kernels that keep a ring of tiles in flight.
+/* Tiles copied by Hopper's tensor memory accelerator (TMA, sm_90: cp.async.bulk.tensor, and
+ * cp.async.bulk for bytes already in the tile's order), completing on a shared-memory barrier
+ * (mbarrier), for the CUDA kernels that keep a ring of tiles in flight.
  * One thread issues a tile's copy: the other threads spend no instructions on addresses, bounds or
  * the copies themselves (in the prefill's loop, cp.async copies by every thread were about a fifth
  * of its instructions).
@@ -165,6 +166,24 @@ static __device__ __forceinline__ void sy_tma_load_box(void *dst, const sy_tma_m
         }
 #else
     (void)dst, (void)map, (void)middle, (void)outer, (void)bar;
+    __trap();
+#endif
+}
+
+/* `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global src into
+ * dst, completing on bar: a tile stored in the order the kernel reads it needs no map. */
+static __device__ __forceinline__ void sy_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+#if SY_TMA_DEVICE
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     sy_tma_shared(dst)),
+                 "l"(src), "r"(bytes), "r"(sy_tma_shared(bar))
+                 : "memory");
+#elif defined(SY_EMU_TENSOR_CORES)
+    (void)bar;
+    memcpy(dst, src, bytes);
+#else
+    (void)dst, (void)src, (void)bytes, (void)bar;
     __trap();
 #endif
 }
