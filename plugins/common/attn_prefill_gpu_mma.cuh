@@ -524,7 +524,8 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
      * A sequence's last tile, whose keys past the sequence are zeros (and a window's first, whose
      * keys before the window's page are), takes the copies. H100, against every thread's cp.async
      * copies (alternating rounds, medians): 1 x 8192 1298 against 1338 us, 8 x 2048 783 against
-     * 810 us, the extend chunk 99 against 105 us, its nhd paged call 103 against 109 us, window 128
+     * 810 us, the extend chunk 99 against 105 us, its nhd paged call 103 against 109 us, its
+     * vectorized_5d paged call 105 against 110 us (bulk copies against cp.async), window 128
      * unchanged. The same kernel without any copies of whole tiles took 15-20% less: what is left
      * is the tiles' traffic from L2 (every 64-row block reads its own) and the barrier a tile. The
      * lambdas name `copies` only where TMA is compiled: a capture that a kernel without TMA did
