@@ -952,22 +952,21 @@ static sy_status sy_attn_gpu_prefill_mma_launch_src(const sy_attn_gpu_prefill &p
     sy_attn_prefill_tma_maps maps;
     memset(&maps, 0, sizeof maps);
     call.tma_tiles = 0;
-    if constexpr (sy_attn_prefill_tma_source<S, SRC>) {
+    if constexpr (sy_attn_prefill_tma_source<S, SRC> && SRC == SY_PREFILL_SRC_PAGED_5D) {
+        /* a page of KT keys holds head h's K and V tiles as the pool stores them: copied without a
+         * map (the pools are 16-byte aligned: sy_attn_gpu_prefill_mma_takes) */
+        call.tma_tiles = p.head_dim == DMAX && p.dims.head_dim == DMAX && p.dims.page_size == S::KT;
+    } else if constexpr (sy_attn_prefill_tma_source<S, SRC>) {
         /* bytes from one head, one row to the next: linear rows' strides, or nhd's pool [slots][H][D],
-         * whose slots are the rows where a tile is a page's; vectorized_5d's tiles are a page's
-         * blocks of one head as they are stored (pages of KT keys), copied without a map */
-        constexpr bool LINEAR = SRC == SY_PREFILL_SRC_LINEAR, V5D = SRC == SY_PREFILL_SRC_PAGED_5D;
+         * whose slots are the rows where a tile is a page's */
+        constexpr bool LINEAR = SRC == SY_PREFILL_SRC_LINEAR;
         const uint64_t es = 2, H = p.kv_heads, pool_row = H * DMAX * es;
         const uint64_t k_head = LINEAR ? (uint64_t)p.k_s1 * es : DMAX * es, v_head = LINEAR ? (uint64_t)p.v_s1 * es : DMAX * es;
         const uint64_t k_row = LINEAR ? (uint64_t)p.k_s0 * es : pool_row, v_row = LINEAR ? (uint64_t)p.v_s0 * es : pool_row;
         const bool pages_ok = LINEAR || (p.dims.head_dim == DMAX && p.dims.page_size % S::KT == 0);
-        if (V5D)
-            call.tma_tiles = p.head_dim == DMAX && p.dims.head_dim == DMAX && p.dims.page_size == S::KT &&
-                             (uintptr_t)p.k % 16 == 0 && (uintptr_t)p.v % 16 == 0;
-        else
-            call.tma_tiles = p.head_dim == DMAX && pages_ok && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
-                             sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, k_head, k_row, DMAX, S::KT) &&
-                             sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, v_head, v_row, DMAX, S::KT);
+        call.tma_tiles = p.head_dim == DMAX && pages_ok && p.k_rows > 0 && p.k_rows <= INT32_MAX &&
+                         sy_tma_map_bf16_3d(&maps.k, p.k, DMAX, H, (uint64_t)p.k_rows, k_head, k_row, DMAX, S::KT) &&
+                         sy_tma_map_bf16_3d(&maps.v, p.v, DMAX, H, (uint64_t)p.k_rows, v_head, v_row, DMAX, S::KT);
     }
     /* Past 48 KB of shared memory a kernel must opt in, per device: set on every launch. */
     if (S::SMEM_BYTES > 48 * 1024)
