@@ -14,9 +14,7 @@
  *                  ldmatrix (K rows are the k-major B as stored), k-steps outermost;
  *   online softmax on S in registers: a row's 64 scores sit in the 4 lanes of a quad, so its max
  *                  is two shuffles; the max is taken of the raw products and each probability
- *                  is one FMA (the scale, in log2 units) and one ex2 (on the warpgroup
- *                  products, one n-tile of 8 of an unmasked tile takes a cubic on the FMA
- *                  pipe instead: EXP2_FMA_TILES);
+ *                  is one FMA (the scale, in log2 units) and one ex2;
  *   O += P V       the probabilities rounded to bf16 become A fragments without leaving the
  *                  registers (an m16n8 accumulator pair is an m16k16 A fragment), V's B fragments
  *                  come from the [key][dim] tile with ldmatrix .trans;
@@ -62,7 +60,6 @@
 #include <type_traits>
 
 #include "cp_async_cuda.cuh"
-#include "exp2_gpu.cuh"
 #include "gpu_runtime.h"
 #include "mma_bf16_cuda.cuh"
 #include "tma_cuda.cuh"
@@ -115,16 +112,6 @@ struct sy_attn_prefill_mma_shape {
     static constexpr int KV_ROW_BYTES = ASYNC ? DMAX * 2 : DMAX * 2 + 16;
     static constexpr int TILE_BYTES = KT * KV_ROW_BYTES;
     static constexpr int STAGES = 2;                   /* tiles in flight */
-    /* S's n-tiles (of NT) whose probabilities the FMA pipe's exponential takes in a tile whose keys
-     * all lie in every row's range (exp2_gpu.cuh), the others the exponential unit's. At head dim 64
-     * a 64 x 64 tile's 4096 exponentials keep the unit (16 a cycle an SM) as long as its products
-     * keep the tensor cores, and ncu (H100, 1 x 8192) had both pipes about equally busy. H100, one
-     * process, 14 alternating rounds against none (medians): one n-tile (1/8 of them) 1 x 8192
-     * 1292 against 1356 us, 8 x 2048 820 against 842, the extend chunk's prefill_linear 100.0-100.1
-     * against 103.5-104.1 us (3 rounds), window 128 unchanged; two n-tiles (nine more instructions an
-     * exponential, on issue slots then 55% busy) no faster than none, four 17% slower at 1 x 8192.
-     * The mma.sync kernels keep the unit alone (not measured). */
-    static constexpr int EXP2_FMA_TILES = ASYNC ? 1 : 0;
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES; /* a stage: K's tile, then V's */
     static constexpr int ALIGN_SLACK = ASYNC ? 1024 : 0; /* dynamic shared memory is only 16-byte aligned */
     /* The warpgroup products keep q's tile in shared memory for the call, past the ring, and read
@@ -444,6 +431,17 @@ SY_DEV void sy_attn_mma_pack_p(const float (&s)[NT][4], int kk, uint32_t (&pa)[4
     }
 }
 
+SY_DEV float sy_attn_mma_exp2(float x)
+{
+#if defined(SY_EMU_TENSOR_CORES)
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 /* The TMA maps of a call's K and V ([rows][KV heads][head dim]: linear rows, or an nhd pool's
  * slots; boxes of one head's dims for a tile's keys), a kernel parameter: the copies read a map
  * where the parameters live. */
@@ -750,7 +748,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
                     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
                     const float candidate = tile_max * score_scale;
                     const bool move = candidate > m[mt][hf];
-                    alpha[mt][hf] = move ? sy_exp2_unit(m[mt][hf] - candidate) : 1.0f;
+                    alpha[mt][hf] = move ? sy_attn_mma_exp2(m[mt][hf] - candidate) : 1.0f;
                     moved |= move;
                     if (move)
                         m[mt][hf] = candidate;
@@ -761,9 +759,7 @@ sy_attn_gpu_prefill_mma_kernel(const sy_attn_gpu_prefill p, const SY_GRID_CONSTA
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
                             const float x = s[mt][nt][2 * hf + j];
-                            const float e = !masked && nt < N0 + S::EXP2_FMA_TILES
-                                                ? sy_exp2_fma(fmaf(x, score_scale, -base))
-                                                : sy_exp2_unit(fmaf(x, score_scale, -base));
+                            const float e = sy_attn_mma_exp2(fmaf(x, score_scale, -base));
                             s[mt][nt][2 * hf + j] = e;
                             sum[j] += e;
                         }

@@ -39,7 +39,3 @@ endfunction()
 foreach(warp 32 64)
   sy_add_emulated_gpu_check(check_emulator_emu${warp} ${warp} GPU_SOURCES ${CMAKE_CURRENT_LIST_DIR}/check_emulator.cu)
 endforeach()
-
-# check_exp2_emu32: the softmax's exponential on the FMA pipe (exp2_gpu.cuh) against exp2 in double;
-# its arithmetic does not depend on the warp width.
-sy_add_emulated_gpu_check(check_exp2_emu32 32 GPU_SOURCES ${CMAKE_CURRENT_LIST_DIR}/check_exp2.cu)
