@@ -601,6 +601,13 @@ START_TEST(explicit_choices_are_never_fallbacks)
                 "'fx_attn_paged'?");
     composed_free(&r);
 
+    /* a plugin named without its family's prefix */
+    r = compose_text("e.yaml", "attention:\n  plugin: bare\n");
+    expect_count(&r.d, 1);
+    expect_diag(&r.d, 0, SY_SEV_ERROR, "e.yaml", 2, 11,
+                "attention.plugin 'bare' is not a loaded attention plugin for backend cpu; did you mean 'fx_attn_bare'?");
+    composed_free(&r);
+
     r = compose_text("e.yaml", "attention:\n  plugin: fx_attn_gpu\n");
     expect_diag(&r.d, 0, SY_SEV_ERROR, "e.yaml", 2, 11,
                 "attention.plugin 'fx_attn_gpu' is a plugin for backend cuda, not for backend cpu (loaded for cpu: "

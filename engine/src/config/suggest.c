@@ -60,6 +60,18 @@ const char *sy_suggest(const char *word, const char *const *candidates, size_t n
     }
     if (best && best_d <= limit && best_d < len)
         return best;
+    /* The name without its family's prefix (nhd -> kv_nhd), where one candidate ends that way. */
+    const char *unprefixed = NULL;
+    size_t unprefixed_n = 0;
+    for (size_t i = 0; len > 0 && i < n; i++) {
+        size_t cl = strlen(candidates[i]);
+        if (cl > len && candidates[i][cl - len - 1] == '_' && strcmp(candidates[i] + cl - len, word) == 0) {
+            unprefixed = candidates[i];
+            unprefixed_n++;
+        }
+    }
+    if (unprefixed_n == 1)
+        return unprefixed;
     /* Right name, wrong (or no) section. */
     for (size_t i = 0; i < n; i++)
         if (strcmp(last_component(word), last_component(candidates[i])) == 0)
