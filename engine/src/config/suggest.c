@@ -60,7 +60,12 @@ const char *sy_suggest(const char *word, const char *const *candidates, size_t n
     }
     if (best && best_d <= limit && best_d < len)
         return best;
-    /* The name without its family's prefix (nhd -> kv_nhd), where one candidate ends that way. */
+    /* Right name, wrong (or no) section. */
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(last_component(word), last_component(candidates[i])) == 0)
+            return candidates[i];
+    /* The name without its family's prefix (nhd -> kv_nhd), where one candidate ends that
+     * way; after the section rule, whose match is the whole name. */
     const char *unprefixed = NULL;
     size_t unprefixed_n = 0;
     for (size_t i = 0; len > 0 && i < n; i++) {
@@ -72,9 +77,5 @@ const char *sy_suggest(const char *word, const char *const *candidates, size_t n
     }
     if (unprefixed_n == 1)
         return unprefixed;
-    /* Right name, wrong (or no) section. */
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(last_component(word), last_component(candidates[i])) == 0)
-            return candidates[i];
     return NULL;
 }

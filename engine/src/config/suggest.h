@@ -7,10 +7,10 @@
 /* Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), the measure of
  * typing mistakes. */
 size_t sy_edit_distance(const char *a, const char *b);
-/* The candidate closest to `word`, or NULL when none is close enough to be a likely typo. The only
- * candidate that is `word` behind a prefix ending in '_' also counts (nhd -> kv_nhd), and so does
- * a candidate with the same last component (model.page_size -> kv_cache.page_size, preset ->
- * model.preset). */
+/* The candidate closest to `word`, or NULL when none is close enough to be a likely typo. A
+ * candidate with the same last component also counts (model.page_size -> kv_cache.page_size,
+ * preset -> model.preset), then the only candidate that is `word` behind a prefix ending in '_'
+ * (nhd -> kv_nhd). */
 const char *sy_suggest(const char *word, const char *const *candidates, size_t n);
 
 #endif
