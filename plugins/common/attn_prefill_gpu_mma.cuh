@@ -327,11 +327,20 @@ struct sy_attn_prefill_mma_paged_copies {
         }
     }
 
+    /* Key `key`'s page in the pool (its block-table entry) and its offset in that page. */
+    SY_DEV void page_of(int key, uint32_t *pool_page, uint32_t *offset) const
+    {
+        const uint32_t blk = sy_fast_div_quot(page, (uint32_t)key);
+        *pool_page = (uint32_t)table[blk];
+        *offset = (uint32_t)key - blk * page.divisor;
+    }
+
     /* The pool slot of key t0 (page number x P + offset), for a tile that lies in one page. */
     SY_DEV int64_t tile_slot(int t0) const
     {
-        const uint32_t blk = sy_fast_div_quot(page, (uint32_t)t0);
-        return (int64_t)(uint32_t)table[blk] * page.divisor + ((uint32_t)t0 - blk * page.divisor);
+        uint32_t pool_page, offset;
+        page_of(t0, &pool_page, &offset);
+        return (int64_t)pool_page * page.divisor + offset;
     }
 
     /* Whether every key of tile t0 is live and the tile lies in one page. */
@@ -343,8 +352,9 @@ struct sy_attn_prefill_mma_paged_copies {
     /* Key `key`'s bytes in tensor `base` (key_bytes apart within a page). */
     SY_DEV const unsigned char *at_key(const unsigned char *base, uint32_t key_bytes, int key) const
     {
-        const uint32_t blk = sy_fast_div_quot(page, (uint32_t)key), off = (uint32_t)key - blk * page.divisor;
-        return base + (uint64_t)(uint32_t)table[blk] * page_bytes + (uint64_t)off * key_bytes;
+        uint32_t pool_page, offset;
+        page_of(key, &pool_page, &offset);
+        return base + (uint64_t)pool_page * page_bytes + (uint64_t)offset * key_bytes;
     }
 
     /* K's rows (and nhd's V) of a tile that lies in one page, from the thread's first key's kp and
@@ -374,8 +384,9 @@ struct sy_attn_prefill_mma_paged_copies {
     {
         constexpr bool V_ROWS = !V5D;
         /* the tile's page, read once for both tensors where the tile lies in one page */
-        const uint64_t tile_page = tile_in_page ? (uint64_t)(uint32_t)table[sy_fast_div_quot(page, (uint32_t)t0)] : 0;
-        const uint32_t tile_off = tile_in_page ? (uint32_t)t0 - sy_fast_div_quot(page, (uint32_t)t0) * page.divisor : 0;
+        uint32_t tile_page = 0, tile_off = 0;
+        if (tile_in_page)
+            page_of(t0, &tile_page, &tile_off);
         if (tile_in_page) {
             const unsigned char *kp = k + tile_page * page_bytes + (uint64_t)(tile_off + key0) * k_key;
             const unsigned char *vp = v + tile_page * page_bytes + (uint64_t)(tile_off + key0) * v_key;
