@@ -13,7 +13,8 @@
 # report.per_op=false AB_RUN_SETS...` (OUT_DIR/run-{a,b}-ROUND.{txt,json}; AB_RUN_SETS holds more
 # --set KEY=VALUE words, e.g. "--set model.dtype=f32"). CHECK, if given, is a program under
 # BUILD_DIR/tests run first with side A (e.g. check_kv_attn_cuda). The build's libraries are put
-# back at the end, and on any exit.
+# back at the end, and on any exit. Last, bench/ab_summary.sh prints each case's median over the
+# rounds of each side, their ranges and B / A (also OUT_DIR/summary.txt).
 set -uo pipefail
 usage="usage: library_ab.sh BUILD_DIR B_LIBRARY|B_FOLDER OUT_DIR BENCH_CASE [ROUNDS] [CHECK]"
 build=${1:?$usage}
@@ -60,4 +61,5 @@ for round in $(seq 1 "$rounds"); do
     fi
   done
 done
+bash "$(dirname "$0")/ab_summary.sh" "$out" | tee "$out/summary.txt" || failed=1
 exit $failed
