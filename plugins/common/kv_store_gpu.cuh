@@ -37,6 +37,7 @@
 #include "gpu_runtime.h"
 #include "gpu_warp.h"
 #include "sy_elem_gpu.cuh"
+#include "sy_fast_div.h"
 #include "sy_kv_addr.h"
 
 extern "C" {
@@ -443,16 +444,6 @@ SY_DEV uint64_t sy_kv_gpu_v_elem(const sy_kv_row &row, uint32_t d)
         return row.base + d;
 }
 
-SY_DEV sy_kv_row sy_kv_gpu_k_row(const sy_kv_dims &g, int64_t slot, uint32_t h)
-{
-    return sy_kv_k_row_at(&g, (uint32_t)slot / g.page_size, (uint32_t)slot % g.page_size, h);
-}
-
-SY_DEV sy_kv_row sy_kv_gpu_v_row(const sy_kv_dims &g, int64_t slot, uint32_t h)
-{
-    return sy_kv_v_row_at(&g, (uint32_t)slot / g.page_size, (uint32_t)slot % g.page_size, h);
-}
-
 SY_DEV sy_kv_gpu_block sy_kv_gpu_this_block(uint32_t group, uint32_t heads_per_block, uint32_t kv_heads)
 {
     sy_kv_gpu_block blk;
@@ -463,6 +454,16 @@ SY_DEV sy_kv_gpu_block sy_kv_gpu_this_block(uint32_t group, uint32_t heads_per_b
     return blk;
 }
 
+/* A gather call's divisors (sy_fast_div.h), worked out on the host: a unit's chunk, head and token
+ * and a slot's page are quotients and remainders of run-time values, and a GPU has no integer
+ * divide (about twenty instructions each; ncu had the kernel issue-bound with about ten a unit). */
+typedef struct sy_kv_gpu_gather_divs {
+    sy_fast_div chunks; /* 16-byte chunks of a row: ceil(D / (16 / store bytes)) */
+    sy_fast_div heads;  /* heads a block (the last blocks along y may have fewer) */
+    sy_fast_div page;   /* P */
+    sy_fast_div dims;   /* D */
+} sy_kv_gpu_gather_divs;
+
 /* What a gather block reads and writes: its tokens' slots, and its part of the output rows. */
 struct sy_kv_gpu_gather_block {
     const sy_kv_gpu_pool &pool;
@@ -470,30 +471,38 @@ struct sy_kv_gpu_gather_block {
     const sy_kv_gpu_index &ix;
     const sy_kv_gpu_block &blk;
     const int64_t *slot_s;
-    uint32_t chunks;
+    const sy_kv_gpu_gather_divs &div;
 };
 
+/* The K or V row of (slot, h), the slot's page and offset by the call's page divisor (slots of a
+ * gather are below 2^31: sy_kv_gpu_gather_plan). */
+SY_DEV sy_kv_row sy_kv_gpu_gather_row(const sy_kv_dims &g, const sy_fast_div &page, bool value, int64_t slot, uint32_t h)
+{
+    const uint32_t pg = sy_fast_div_quot(page, (uint32_t)slot), off = (uint32_t)slot - pg * page.divisor;
+    return value ? sy_kv_v_row_at(&g, pg, off, h) : sy_kv_k_row_at(&g, pg, off, h);
+}
+
 /* Unit u of the block's K rows (or, `value`, its nhd V rows): chunk u % chunks of head u / chunks
- * % heads of token u / (chunks heads). `out` is where it goes (-1 past the call), its count of
- * valid elements in *n. */
+ * % heads of token u / (chunks heads), heads the call's heads a block (units of heads past the
+ * block's are none). `out` is where it goes (-1 past the call), its count of valid elements in *n. */
 template <int LAYOUT, int STORE>
 SY_DEV uint4 sy_kv_gpu_gather_unit(const sy_kv_gpu_gather_block &g, bool value, uint32_t u, int64_t *out, int *n)
 {
     constexpr int ES = sy_elem_size<STORE>;
     constexpr uint32_t PER = sy_elems16<STORE>;
     const uint32_t D = g.pool.dims.head_dim, H = g.pool.dims.kv_heads;
-    const uint32_t c = u % g.chunks, hh = u / g.chunks % g.blk.heads, j = u / (g.chunks * g.blk.heads);
+    const uint32_t row = sy_fast_div_quot(g.div.chunks, u), c = u - row * g.div.chunks.divisor;
+    const uint32_t j = sy_fast_div_quot(g.div.heads, row), hh = row - j * g.div.heads.divisor;
     const int64_t t = g.blk.t0 + j, slot = g.slot_s[j];
     uint4 raw = make_uint4(0u, 0u, 0u, 0u);
     *out = -1;
-    if (t >= g.ix.tokens)
+    if (t >= g.ix.tokens || hh >= g.blk.heads)
         return raw;
     const uint32_t h = g.blk.h0 + hh, d0 = c * PER;
     *n = (int)(D - d0 < PER ? D - d0 : PER);
     *out = ((int64_t)t * H + h) * D + d0;
     if (slot >= 0) {
-        const sy_kv_row row = value ? sy_kv_gpu_v_row(g.pool.dims, slot, h) : sy_kv_gpu_k_row(g.pool.dims, slot, h);
-        const uint64_t e = sy_kv_gpu_k_elem<LAYOUT, STORE>(row, d0);
+        const uint64_t e = sy_kv_gpu_k_elem<LAYOUT, STORE>(sy_kv_gpu_gather_row(g.pool.dims, g.div.page, value, slot, h), d0);
         const void *cache = value ? g.pool.v : g.pool.k;
         raw = *n == (int)PER && g.pool.row_aligned ? sy_ld_raw<16>((const char *)cache + e * ES)
                                                    : sy_ld_elems_raw<STORE>(cache, e, *n);
@@ -525,18 +534,19 @@ SY_DEV void sy_kv_gpu_gather_put(const sy_kv_gpu_gather_block &g, bool value, in
 template <int LAYOUT, int STORE>
 static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_kernel(
     const sy_kv_gpu_pool pool, const sy_kv_gpu_rows dst, const sy_kv_gpu_index ix, uint32_t group,
-    uint32_t heads_per_block)
+    const sy_kv_gpu_gather_divs div)
 {
     constexpr int ES = sy_elem_size<STORE>;
     constexpr uint32_t PER = sy_elems16<STORE>;
     constexpr bool V5D = LAYOUT == SY_LAYOUT_VECTORIZED_5D;
     __shared__ int64_t slot_s[SY_KV_GPU_MAX_GROUP];
     __shared__ int run_s;
-    const sy_kv_gpu_block blk = sy_kv_gpu_this_block(group, heads_per_block, pool.dims.kv_heads);
+    const sy_kv_gpu_block blk = sy_kv_gpu_this_block(group, div.heads.divisor, pool.dims.kv_heads);
     sy_kv_gpu_block_slots<LAYOUT>(ix, blk, pool.dims.vec, slot_s, &run_s);
-    const uint32_t D = pool.dims.head_dim, H = pool.dims.kv_heads, chunks = (D + PER - 1) / PER;
-    const sy_kv_gpu_gather_block g = {pool, dst, ix, blk, slot_s, chunks};
-    const uint32_t k_units = blk.tokens * blk.heads * chunks;
+    const uint32_t D = pool.dims.head_dim, H = pool.dims.kv_heads;
+    const sy_kv_gpu_gather_block g = {pool, dst, ix, blk, slot_s, div};
+    /* units of every head a block may have: those of heads past this block's read nothing */
+    const uint32_t k_units = blk.tokens * div.heads.divisor * div.chunks.divisor;
     /* V items: nhd V's units as K's; vectorized_5d V's X-token vectors of one (head, dim) when the
      * group's slots are such a run (else element by element, below) */
     const uint32_t v_items = V5D ? (run_s ? blk.heads * D : 0u) : k_units;
@@ -556,8 +566,8 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
                 k_raw[i] = sy_kv_gpu_gather_unit<LAYOUT, STORE>(g, false, u, &k_out[i], &k_n[i]);
             if (u < v_items) {
                 if constexpr (V5D) {
-                    const uint32_t d = u % D, h = blk.h0 + u / D;
-                    const sy_kv_row row = sy_kv_gpu_v_row(pool.dims, slot_s[0], h);
+                    const uint32_t hh = sy_fast_div_quot(div.dims, u), d = u - hh * D;
+                    const sy_kv_row row = sy_kv_gpu_gather_row(pool.dims, div.page, true, slot_s[0], blk.h0 + hh);
                     v_raw[i] = sy_ld_raw<16>((const char *)pool.v + sy_kv_gpu_v_elem<LAYOUT, STORE>(row, d) * ES);
                 } else {
                     v_raw[i] = sy_kv_gpu_gather_unit<LAYOUT, STORE>(g, true, u, &v_out[i], &v_n[i]);
@@ -571,7 +581,7 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
             if (u >= v_items)
                 continue;
             if constexpr (V5D) {
-                const uint32_t d = u % D, h = blk.h0 + u / D;
+                const uint32_t hh = sy_fast_div_quot(div.dims, u), d = u - hh * D, h = blk.h0 + hh;
 #pragma unroll
                 for (int j = 0; j < (int)PER; j++)
                     sy_st_elem_raw<STORE>(dst.v, ((uint64_t)(blk.t0 + j) * H + h) * D + d, sy_raw_at<STORE>(v_raw[i], j));
@@ -590,7 +600,7 @@ static __global__ __launch_bounds__(SY_KV_GPU_THREADS) void sy_kv_gpu_gather_ker
                 const uint32_t h = blk.h0 + hh;
                 uint32_t raw = 0;
                 if (slot >= 0)
-                    raw = sy_ld_elem_raw<STORE>(pool.v, sy_kv_gpu_v_elem<LAYOUT, STORE>(sy_kv_gpu_v_row(pool.dims, slot, h), d));
+                    raw = sy_ld_elem_raw<STORE>(pool.v, sy_kv_gpu_v_elem<LAYOUT, STORE>(sy_kv_gpu_gather_row(pool.dims, div.page, true, slot, h), d));
                 sy_st_elem_raw<STORE>(dst.v, ((uint64_t)t * H + h) * D + d, raw);
             }
         }
@@ -649,7 +659,8 @@ static inline sy_status sy_kv_gpu_plan(const char *op, const sy_kv_geometry *g, 
 /* gather: the token group (X for vectorized_5d) and the heads of a block, sized so that a block has
  * about SY_KV_GPU_UNITS K units. */
 typedef struct sy_kv_gpu_gather_launch {
-    uint32_t group, heads_per_block;
+    uint32_t group;
+    sy_kv_gpu_gather_divs div;
     dim3 grid;
 } sy_kv_gpu_gather_launch;
 
@@ -668,7 +679,14 @@ static inline sy_status sy_kv_gpu_gather_plan(const char *op, const sy_kv_geomet
         group = group < 1 ? 1 : group > max_group ? max_group : group;
     }
     l->group = group;
-    l->heads_per_block = heads;
+    l->div.chunks = sy_fast_div_of(chunks);
+    l->div.heads = sy_fast_div_of(heads);
+    l->div.page = sy_fast_div_of(g->page_size);
+    l->div.dims = sy_fast_div_of(g->head_dim);
+    /* slots are divided in 32 bits (sy_kv_gpu_gather_row) */
+    if ((uint64_t)g->num_pages * g->page_size > SY_FAST_DIV_NUMERATOR_LIMIT)
+        return sy_op_fail(err, SY_E_UNSUPPORTED, "%s: a pool of %llu slots: the GPU gather takes at most 2^31", op,
+                          (unsigned long long)g->num_pages * g->page_size);
     return sy_kv_gpu_grid(op, tokens, g->kv_heads, (tokens + group - 1) / group, (g->kv_heads + heads - 1) / heads,
                           &l->grid, err);
 }
@@ -818,7 +836,7 @@ static sy_status sy_kv_gpu_gather(sy_stream stream, const sy_kv_gather_args *a, 
         return sy_op_fail(err, SY_E_INVALID, "%s: args struct_size %u is smaller than sy_kv_gather_args (%zu)", op,
                           a ? a->struct_size : 0u, sizeof(sy_kv_gather_args));
     sy_kv_geometry g = a->geom;
-    sy_kv_gpu_gather_launch l = {0, 0, dim3(1, 1, 1)};
+    sy_kv_gpu_gather_launch l = {0, {}, dim3(1, 1, 1)};
     sy_status st = sy_kv_cpu_geometry(LAYOUT, &g, err);
     if (st != SY_OK)
         return st;
@@ -846,7 +864,7 @@ static sy_status sy_kv_gpu_gather(sy_stream stream, const sy_kv_gather_args *a, 
     const sy_kv_gpu_rows dst = sy_kv_gpu_rows_of(&a->k_out, &a->v_out);
     const sy_kv_gpu_index ix = sy_kv_gpu_index_of(&g, &a->slots, &a->slot_map);
     SY_KV_GPU_DISPATCH_STORE(LAYOUT, sy_kv_gpu_gather_kernel, &g, l.grid, sy_gpu_stream(stream), pool, dst, ix, l.group,
-                             l.heads_per_block);
+                             l.div);
     SY_GPU_CHECK_LAUNCH(err, "sy_kv_gpu_gather_kernel");
     return SY_OK;
 }
